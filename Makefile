@@ -1,0 +1,36 @@
+# Every target installs what it needs into $(VENV) first; reinstalls only when pyproject.toml changes.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# The CPU build; on a GPU machine use e.g. TORCH='torch==2.13.0 --index-url <your CUDA index>'.
+TORCH ?= torch==2.13.0
+EXTRAS ?= train,local,dev
+comma := ,
+STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+
+.PHONY: venv test lint demo bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q $(TORCH)
+	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
+	touch $@
+
+venv: $(STAMP)
+
+test: venv
+	$(BIN)/python -m pytest
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+demo: venv
+	$(BIN)/python scripts/demo.py
+
+bench: venv
+	$(BIN)/python scripts/bench_engine.py
+
+clean:
+	rm -rf $(VENV) outputs

@@ -1,0 +1,1 @@
+"""Scenario generators, trajectory annotations and replay, dataset builders, LOO splits."""

@@ -1,0 +1,1 @@
+"""LOO harness, metrics, statistics, reports and figures, vLLM serving."""

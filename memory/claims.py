@@ -1,0 +1,87 @@
+"""Slot claims, their key and value normalisation."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from datetime import datetime
+from functools import cached_property
+from typing import Annotated, Literal, NamedTuple
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+from memory.evidence import Evidence
+
+ENVS: tuple[str, ...] = ("production", "staging", "preview", "dev")
+Env = Literal["production", "staging", "preview", "dev"]
+DEFAULT_BRANCH = "main"
+DEFAULT_ENV: Env = "production"
+
+Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]
+BranchName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$", max_length=100)]
+
+_WS = re.compile(r"\s+")
+# Punctuation and quote marks that may wrap a value without changing it: "`PostgreSQL 15.`"
+_WRAP = "".join(chr(c) for c in range(0x21, 0x7F) if not chr(c).isalnum()) + "“”‘’«»„‚‹›"
+
+
+def norm(value: str) -> str:
+    """Canonical form for value equality: NFKC, lowercase, one space, no wrapping punctuation."""
+    text = value if value.isascii() else unicodedata.normalize("NFKC", value)
+    text = text.lower()
+    text = _WS.sub(" ", text).strip()
+    return text.strip(_WRAP + " ")
+
+
+class Key(NamedTuple):
+    """Where claims meet: two claims interact only when their keys are equal."""
+
+    entity: str
+    slot: str
+    branch: str
+    env: str
+
+    def __str__(self) -> str:
+        return f"{self.entity}.{self.slot} [{self.branch}/{self.env}]"
+
+
+def _aware(value: datetime) -> datetime:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError("timestamp must carry a UTC offset, e.g. 2026-03-08T17:38:00-07:00")
+    return value
+
+
+def _non_blank(value: str) -> str:
+    if not norm(value):
+        raise ValueError("value is empty after normalisation")
+    return value
+
+
+class Claim(BaseModel):
+    """One statement about a slot of the project, as observed by one session."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    entity: Identifier
+    slot: Identifier
+    value: Annotated[str, Field(min_length=1, max_length=300), AfterValidator(_non_blank)]
+    branch: BranchName = DEFAULT_BRANCH
+    env: Env = DEFAULT_ENV
+    evidence: Evidence
+    at: Annotated[datetime, AfterValidator(_aware)]
+
+    def model_post_init(self, context: object, /) -> None:
+        # Derive once at validation, so the engine's write path only reads attributes.
+        self.key, self.norm_value, self.score  # noqa: B018
+
+    @cached_property
+    def key(self) -> Key:
+        return Key(self.entity, self.slot, self.branch, self.env)
+
+    @cached_property
+    def norm_value(self) -> str:
+        return norm(self.value)
+
+    @cached_property
+    def score(self) -> int:
+        return self.evidence.score

@@ -1,0 +1,132 @@
+"""Render the memory as a budgeted text document for a reader (an agent's context window).
+
+Priority under a character budget: current state always comes first; transitions and
+contested observations fill what is left, newest first, so the oldest go first; if the
+current state alone does not fit, coupled slots share a line, and only then are keys cut.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from memory.claims import Claim, Key
+
+if TYPE_CHECKING:
+    from memory.state import StateMemory
+
+COUPLED: tuple[frozenset[str], ...] = (
+    frozenset({"database", "orm"}),
+    frozenset({"deployment", "compute", "hosting"}),
+)
+"""Entities whose slots are read together; under pressure they are rendered on one line."""
+
+CURRENT, TRANSITIONS, CONTESTED = "## Current state", "## Transitions", "## Contested"
+
+
+def provenance(claim: Claim) -> str:
+    parts = [claim.evidence.commit[:9]] if claim.evidence.commit else []
+    parts += [claim.at.date().isoformat(), claim.evidence.type]
+    return ", ".join(parts)
+
+
+def current_line(claim: Claim) -> str:
+    return f"{claim.key} = {claim.value} ({provenance(claim)})"
+
+
+def _group_of(key: Key) -> tuple[int, str, str, str]:
+    for index, group in enumerate(COUPLED):
+        if key.entity in group:
+            return (index, "", key.branch, key.env)
+    return (len(COUPLED), f"{key.entity}.{key.slot}", key.branch, key.env)
+
+
+def grouped_lines(claims: list[Claim]) -> list[tuple[str, int]]:
+    """Lines with the number of keys each holds; coupled slots of one scope share a line."""
+    groups: dict[tuple[int, str, str, str], list[Claim]] = {}
+    for claim in claims:
+        groups.setdefault(_group_of(claim.key), []).append(claim)
+    lines = []
+    for members in groups.values():
+        if len(members) == 1:
+            lines.append((current_line(members[0]), 1))
+            continue
+        newest = max(members, key=lambda c: c.at)
+        pairs = "; ".join(f"{c.entity}.{c.slot}={c.value}" for c in members)
+        lines.append((f"{pairs} [{newest.branch}/{newest.env}] ({provenance(newest)})", len(members)))
+    return sorted(lines)
+
+
+@dataclass
+class _Page:
+    """A document under construction that knows its length and refuses to overflow."""
+
+    budget: int
+    length: int = -1  # the first line has no newline before it
+
+    def fits(self, *lines: str) -> bool:
+        return self.length + sum(len(line) + 1 for line in lines) <= self.budget
+
+    def take(self, *lines: str) -> None:
+        self.length += sum(len(line) + 1 for line in lines)
+
+
+def _fit_current(page: _Page, claims: list[Claim]) -> list[str]:
+    plain = sorted(current_line(c) for c in claims)
+    if page.fits(CURRENT, *plain):
+        page.take(CURRENT, *plain)
+        return [CURRENT, *plain]
+    grouped = grouped_lines(claims)
+    lines = [line for line, _ in grouped]
+    if page.fits(CURRENT, *lines):
+        page.take(CURRENT, *lines)
+        return [CURRENT, *lines]
+    if not page.fits(CURRENT):
+        return []
+    page.take(CURRENT)
+    kept, left = [CURRENT], len(claims)
+    for line, keys in grouped:
+        marker = [f"(+{left - keys} more keys)"] if left > keys else []
+        if not page.fits(line, *marker):
+            if page.fits(f"(+{left} more keys)"):
+                page.take(f"(+{left} more keys)")
+                kept.append(f"(+{left} more keys)")
+            break
+        page.take(line)
+        kept.append(line)
+        left -= keys
+    return kept
+
+
+def render(mem: StateMemory, budget: int = 1700) -> str:
+    page = _Page(budget)
+    claims = [e.current.best for e in mem.entries() if e.current is not None]
+    out = _fit_current(page, claims)
+    if len(out) <= 1:
+        return "\n".join(out)
+
+    extras: list[tuple[datetime, str, str]] = []
+    for t in mem.transitions:
+        commit = f"{t.commit[:9]}, " if t.commit else ""
+        line = f"{t.at.date().isoformat()} {t.key}: {t.old} -> {t.new} ({commit}{t.reason})"
+        extras.append((t.at, TRANSITIONS, line))
+    for entry in mem.entries():
+        current = entry.current.value if entry.current else "-"
+        for item in entry.contested():
+            c = item.best
+            line = f"{entry.key}: {item.value} vs current {current} ({provenance(c)})"
+            extras.append((item.at, CONTESTED, line))
+    extras.sort(key=lambda x: (x[0], x[2]), reverse=True)
+
+    sections: dict[str, list[str]] = {TRANSITIONS: [], CONTESTED: []}
+    for _, section, line in extras:
+        needed = [line] if sections[section] else [section, line]
+        if not page.fits(*needed):
+            break
+        page.take(*needed)
+        sections[section].append(line)
+    for section, lines in sections.items():
+        if lines:
+            out += [section, *lines]
+    return "\n".join(out)

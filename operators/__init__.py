@@ -1,0 +1,1 @@
+"""Operator specs (schemas, prompts, parsers), symbolic and learned operators, backends."""

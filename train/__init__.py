@@ -1,0 +1,1 @@
+"""SFT/QLoRA training code used by train.py."""
