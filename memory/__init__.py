@@ -2,6 +2,7 @@
 
 from memory.checker import Finding, Violation, check
 from memory.claims import DEFAULT_BRANCH, DEFAULT_ENV, ENVS, Claim, Key, norm
+from memory.compare import RELATIONS, WINNERS, compare
 from memory.evidence import (
     COMMIT_BONUS,
     EVIDENCE_TYPES,
@@ -21,6 +22,8 @@ __all__ = [
     "ENVS",
     "EVIDENCE_TYPES",
     "EVIDENCE_WEIGHTS",
+    "RELATIONS",
+    "WINNERS",
     "Claim",
     "Decision",
     "Entry",
@@ -36,6 +39,7 @@ __all__ = [
     "Violation",
     "advance",
     "check",
+    "compare",
     "evidence_score",
     "keep_current",
     "norm",

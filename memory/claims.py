@@ -51,6 +51,10 @@ def _aware(value: datetime) -> datetime:
     return value
 
 
+Timestamp = Annotated[datetime, AfterValidator(_aware)]
+"""An ISO-8601 time with its UTC offset; naive times are ambiguous across authors, so refused."""
+
+
 def _non_blank(value: str) -> str:
     if not norm(value):
         raise ValueError("value is empty after normalisation")
@@ -68,7 +72,7 @@ class Claim(BaseModel):
     branch: BranchName = DEFAULT_BRANCH
     env: Env = DEFAULT_ENV
     evidence: Evidence
-    at: Annotated[datetime, AfterValidator(_aware)]
+    at: Timestamp
 
     def model_post_init(self, context: object, /) -> None:
         # Derive once at validation, so the engine's write path only reads attributes.

@@ -9,12 +9,12 @@ from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
 from memory.claims import DEFAULT_BRANCH, DEFAULT_ENV, Claim, Key
+from memory.compare import Winner
 from memory.evidence import Evidence
 from memory.status import Status, advance
 
 Action = Literal["add", "merge", "supersede", "contested"]
 ACTIONS: tuple[Action, ...] = ("add", "merge", "supersede", "contested")
-Winner = Literal["first", "second", "none"]
 
 Judge = Callable[[Claim, Claim], Winner]
 """Decides an exact tie between the current claim (``first``) and the incoming one (``second``).

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from memory import Claim, StateMemory, Status
+from memory import Claim, StateMemory, Status, compare
 from tests.memory.helpers import claim
 
 
@@ -239,3 +239,30 @@ def test_decision_reports_previous_current() -> None:
     decision = mem.apply(claim("v2", "code-change", day=1))
     assert decision.previous == first
     assert decision.key == first.key
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "expected"),
+    [
+        (claim("a"), claim("b", entity="cache"), ("unrelated", "none")),
+        (claim("a"), claim("b", slot="version"), ("unrelated", "none")),
+        (claim("a"), claim("b", env="staging"), ("different_scope", "none")),
+        (claim("a"), claim("b", branch="exp/x"), ("different_scope", "none")),
+        (claim("PostgreSQL 15"), claim("postgresql 15.", "stale-observation"), ("equivalent", "none")),
+        (claim("a", "code-change"), claim("b", "human-note", day=9), ("conflicting", "first")),
+        (claim("a", "human-note"), claim("b", "human-note", commit="abcd123"), ("conflicting", "second")),
+        (
+            claim("a", "runtime-observation", day=2),
+            claim("b", "runtime-observation", day=1),
+            ("conflicting", "first"),
+        ),
+        (
+            claim("a", "runtime-observation"),
+            claim("b", "runtime-observation", day=1),
+            ("conflicting", "second"),
+        ),
+        (claim("a", "runtime-observation"), claim("b", "runtime-observation"), ("conflicting", "none")),
+    ],
+)
+def test_compare_rule(first: Claim, second: Claim, expected: tuple[str, str]) -> None:
+    assert compare(first, second) == expected

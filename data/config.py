@@ -1,0 +1,30 @@
+"""Typed config of the data build; Hydra rejects unknown keys and ill-typed values against it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hydra.core.config_store import ConfigStore
+
+from data.replay import TRAJECTORIES
+
+
+@dataclass
+class DataConfig:
+    seed: int = 0
+    scenarios_per_family: int = 40
+    noisy_per_family: int = 10
+    noise: int = 3
+    """Extra noise sessions per long-noise scenario, and how much chatter pads each note."""
+    compare_per_label: int = 2
+    """Sampled compare pairs per label and episode, on top of the contradictions met in replay."""
+    validation_fraction: float = 0.2
+    export_dir: str = "../shared/data/codex-trajectories"
+    out_dir: str = "outputs/datasets"
+    tokenizer_dir: str = "outputs/models/tiny"
+    folds: list[str] = field(default_factory=lambda: [*TRAJECTORIES, "all"])
+    validate: bool = False
+    progress: bool = True
+
+
+ConfigStore.instance().store(name="data_schema", node=DataConfig)

@@ -1,0 +1,165 @@
+"""Operator examples from episodes: every label is what the symbolic engine says.
+
+An example is one chat (``prompt`` messages and a ``completion`` message, TRL's
+conversational prompt-completion format) plus the ids needed to trace and to check it for
+leakage: the sessions and commits it was built from.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from typing import Any
+
+from data.sessions import Episode
+from memory import Claim, Evidence, StateMemory, compare
+from memory.evidence import EVIDENCE_TYPES, evidence_score
+from operators.prompts import compare_messages, completion, extract_messages, update_messages
+from operators.schemas import CompareOutput, ExtractOutput, UpdateOutput
+
+Example = dict[str, Any]
+COMPARE_LABELS: tuple[str, ...] = (
+    "unrelated/none",
+    "different_scope/none",
+    "equivalent/none",
+    "conflicting/first",
+    "conflicting/second",
+    "conflicting/none",
+)
+
+
+def _example(
+    op: str, episode: Episode, n: int, label: str, prompt: list, answer: list, sessions: list[str]
+) -> Example:
+    commits = sorted({s.commit for s in episode.sessions if s.id in set(sessions) and s.commit})
+    return {
+        "id": f"{op}/{episode.id}/{n:04d}",
+        "op": op,
+        "source": episode.source,
+        "group": episode.id,
+        "family": episode.family,
+        "label": label,
+        "prompt": prompt,
+        "completion": answer,
+        "sessions": sorted(set(sessions)),
+        "commits": commits,
+    }
+
+
+def extract_examples(episode: Episode) -> list[Example]:
+    out = []
+    for n, session in enumerate(episode.sessions):
+        gold = ExtractOutput(claims=list(session.claims))
+        label = f"{len(session.claims)} claims"
+        prompt = extract_messages(session.note(), episode.catalog)
+        out.append(_example("extract", episode, n, label, prompt, completion(gold), [session.id]))
+    return out
+
+
+def update_examples(episode: Episode) -> list[Example]:
+    """One example per engine decision, prompted with the entry as it was just before it."""
+    mem = StateMemory()
+    out = []
+    for session in episode.sessions:
+        for claim in session.memory_claims():
+            prompt = update_messages(mem.entry(claim.key), claim)
+            decision = mem.apply(claim)
+            answer = completion(UpdateOutput(action=decision.action))
+            out.append(_example("update", episode, len(out), decision.action, prompt, answer, [session.id]))
+    return out
+
+
+def _variant(claim: Claim, **changes: Any) -> Claim:
+    data = claim.model_dump()
+    data.update(changes)
+    return Claim.model_validate(data)
+
+
+def _evidence_with(rng: random.Random, relation: str, score: int) -> tuple[str, str | None]:
+    """An evidence type and commit whose score is below, equal to or above ``score``."""
+    options = [
+        (t, c)
+        for t in EVIDENCE_TYPES
+        for c in (None, "0000000")
+        if (relation == "<" and evidence_score(t, c) < score)
+        or (relation == "=" and evidence_score(t, c) == score)
+        or (relation == ">" and evidence_score(t, c) > score)
+    ]
+    return rng.choice(options) if options else ("", None)
+
+
+def _pair(label: str, claims: list[Claim], rng: random.Random) -> tuple[Claim, Claim] | None:
+    """A (first, second) pair whose symbolic comparison is ``label``; variants fill gaps."""
+    first = rng.choice(claims)
+    others = [
+        c
+        for c in claims
+        if (c.entity, c.slot) == (first.entity, first.slot) and c.norm_value != first.norm_value
+    ]
+    other_value = (
+        rng.choice(others).value
+        if others
+        else rng.choice([c.value for c in claims if c.norm_value != first.norm_value] or ["unset"])
+    )
+    if label == "unrelated/none":
+        candidates = [c for c in claims if (c.entity, c.slot) != (first.entity, first.slot)]
+        return (first, rng.choice(candidates)) if candidates else None
+    if label == "different_scope/none":
+        envs = [e for e in ("production", "staging", "preview", "dev") if e != first.env]
+        if rng.random() < 0.5:
+            return first, _variant(first, env=rng.choice(envs), value=rng.choice([first.value, other_value]))
+        branch = "main" if first.branch != "main" else f"exp/{first.slot}-{rng.randrange(10)}"
+        return first, _variant(first, branch=branch, value=other_value)
+    if label == "equivalent/none":
+        value = rng.choice(
+            [
+                first.value.lower(),
+                first.value.upper(),
+                f"{first.value}.",
+                f'"{first.value}"',
+                f" {first.value} ",
+            ]
+        )
+        kind = rng.choice(EVIDENCE_TYPES)
+        return first, _variant(
+            first, value=value, evidence=Evidence(type=kind, source=f"{first.evidence.source}~eq")
+        )
+    relation = {"conflicting/first": "<", "conflicting/second": ">", "conflicting/none": "="}[label]
+    kind, commit = _evidence_with(rng, relation, first.score)
+    if not kind:  # no weaker/stronger evidence exists: decide by time at equal score instead
+        kind, commit = first.evidence.type, first.evidence.commit
+        delta = -1 if label == "conflicting/first" else 1
+        at = first.at + timedelta(hours=delta * rng.randrange(1, 72))
+    else:
+        at = first.at if relation == "=" else first.at + timedelta(hours=rng.randrange(-72, 73))
+    evidence = Evidence(
+        type=kind, commit=commit and f"{rng.getrandbits(28):07x}", source=f"{first.evidence.source}~cf"
+    )
+    return first, _variant(first, value=other_value, evidence=evidence, at=at)
+
+
+def compare_examples(episode: Episode, rng: random.Random, per_label: int) -> list[Example]:
+    """Real contradictions met during replay, then sampled pairs so every label is well covered."""
+    mem = StateMemory()
+    pairs: list[tuple[Claim, Claim]] = []
+    claims: list[Claim] = []
+    for session in episode.sessions:
+        for claim in session.memory_claims():
+            decision = mem.apply(claim)
+            if decision.previous is not None:
+                pairs.append((decision.previous, claim))
+            claims.append(claim)
+    for label in COMPARE_LABELS:
+        for _ in range(per_label):
+            pair = _pair(label, claims, rng)
+            if pair is not None:
+                pairs.append(pair)
+    out = []
+    for first, second in pairs:
+        relation, winner = compare(first, second)
+        prompt = compare_messages(first, second)
+        answer = completion(CompareOutput(relation=relation, winner=winner))
+        sources = [s for s in (first.evidence.source, second.evidence.source) if s]
+        sessions = [s.split("~")[0] for s in sources]
+        out.append(_example("compare", episode, len(out), f"{relation}/{winner}", prompt, answer, sessions))
+    return out

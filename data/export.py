@@ -1,0 +1,80 @@
+"""Export commit metadata from any git checkout, in the schema ``data/replay.py`` reads.
+
+Every git call is an argument list; commit names from files are checked by ``git rev-parse``
+and never reach a shell.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from data.replay import CommitRecord
+
+BODY_LIMIT = 1500
+
+
+class ExportError(RuntimeError):
+    pass
+
+
+def _git(repo: Path, *args: str) -> str:
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ExportError(f"git {' '.join(args)} failed in {repo}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def commit_record(repo: Path, name: str, trajectory: str) -> CommitRecord:
+    full = _git(repo, "rev-parse", "--verify", "--end-of-options", f"{name}^{{commit}}").strip()
+    head, author_date, subject, body = _git(repo, "log", "-1", "--format=%H%x00%aI%x00%s%x00%b", full).split(
+        "\x00", 3
+    )
+    files, insertions, deletions = [], 0, 0
+    for line in _git(repo, "show", "--no-renames", "--numstat", "--format=", full).splitlines():
+        if not line.strip():
+            continue
+        added, removed, path = line.split("\t", 2)
+        insertions += int(added) if added != "-" else 0
+        deletions += int(removed) if removed != "-" else 0
+        files.append(path)
+    return CommitRecord(
+        trajectory=trajectory,
+        commit=head,
+        short=head[:9],
+        author_date=author_date,
+        subject=subject,
+        body=body.strip()[:BODY_LIMIT],
+        files=tuple(files),
+        insertions=insertions,
+        deletions=deletions,
+    )
+
+
+def commits_from_file(path: Path) -> list[str]:
+    """One commit name per line; blank lines and ``#`` comments are skipped."""
+    lines = [line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    return [line for line in lines if line]
+
+
+def commits_from_trajectory(path: Path) -> tuple[str, list[str]]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        return data["trajectory"], [str(c["commit"]) for c in data["commits"]]
+    except (KeyError, TypeError) as exc:
+        raise ExportError(f"{path}: expected 'trajectory' and 'commits[].commit' ({exc})") from exc
+
+
+def export(repo: Path, commits: list[str], trajectory: str, out: Path) -> list[CommitRecord]:
+    records = [commit_record(repo, name, trajectory) for name in commits]
+    records.sort(key=lambda r: r.author_date)  # aware datetimes compare in UTC
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n")
+    tmp.replace(out)
+    return records

@@ -1,0 +1,254 @@
+"""Replayed commit trajectories: a metadata export plus our annotations become an episode.
+
+The export (``<name>.jsonl``) holds what git says about each commit; the annotation
+(``data/trajectories/<name>.yaml``) holds what we say: a summary in our own words, the gold
+claims, stale distractor sessions and queries. The note a model reads is built from the
+subject, the summary, touched-file hints and a trimmed excerpt of the commit body.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from data.problems import DataError, Problem, from_validation, line_of, yaml_with_lines
+from data.sessions import Episode, Query, Session
+from memory.claims import Timestamp
+from operators.schemas import Catalog, CatalogEntry, ExtractedClaim
+
+ANNOTATIONS = Path(__file__).parent / "trajectories"
+TRAJECTORIES: tuple[str, ...] = (
+    "permissions-flow",
+    "exec-app-server",
+    "browser-surface",
+    "model-routing",
+    "patch-guardrails",
+)
+BODY_CHARS = 240
+FILE_HINTS = 4
+
+
+class CommitRecord(BaseModel):
+    """One line of a commit metadata export (schema of ``scripts/export_commits.py``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    trajectory: str
+    commit: str = Field(pattern=r"^[0-9a-f]{40}$")
+    short: str = Field(pattern=r"^[0-9a-f]{9}$")
+    author_date: Timestamp
+    subject: str = Field(min_length=1)
+    body: str
+    files: tuple[str, ...]
+    insertions: int = Field(ge=0)
+    deletions: int = Field(ge=0)
+
+
+class CommitAnnotation(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    commit: str = Field(pattern=r"^[0-9a-f]{7,40}$")
+    summary: str = Field(min_length=20)
+    claims: tuple[ExtractedClaim, ...] = Field(min_length=1, max_length=3)
+
+
+class Distractor(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    at: Timestamp
+    title: str
+    text: str
+    claims: tuple[ExtractedClaim, ...] = Field(min_length=1)
+
+
+class Annotation(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    trajectory: str
+    catalog: tuple[CatalogEntry, ...] = Field(min_length=1)
+    commits: tuple[CommitAnnotation, ...] = Field(min_length=1)
+    distractors: tuple[Distractor, ...] = Field(min_length=3)
+    queries: tuple[Query, ...] = Field(min_length=8)
+
+
+def read_export(path: Path) -> tuple[list[CommitRecord], list[Problem]]:
+    records, problems = [], []
+    if not path.exists():
+        return [], [
+            Problem(path, None, "<file>", "export not found; build it with scripts/export_commits.py")
+        ]
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(
+                Problem(path, number, "<json>", f"not valid JSON: {exc.msg} at column {exc.colno}")
+            )
+            continue
+        try:
+            records.append(CommitRecord.model_validate(raw))
+        except ValidationError as exc:
+            problems += [
+                Problem(path, number, ".".join(map(str, e["loc"])) or "<record>", e["msg"])
+                for e in exc.errors()
+            ]
+    return records, problems
+
+
+_IMG = re.compile(r"<img[^>]*>|!\[[^\]]*\]\([^)]*\)|https?://\S+")
+_WS = re.compile(r"\s+")
+
+
+def body_excerpt(body: str, limit: int = BODY_CHARS) -> str:
+    """The start of a commit body without images, links or stack footers, cut at a word."""
+    text = body.split("[//]: #")[0].split("\n---")[0]
+    text = _WS.sub(" ", _IMG.sub("", text)).strip()
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def note_text(record: CommitRecord, summary: str, body_chars: int = BODY_CHARS) -> str:
+    names = [f.rsplit("/", 1)[-1] for f in record.files]
+    hints = ", ".join(dict.fromkeys(names[:FILE_HINTS]))
+    if len(record.files) > FILE_HINTS:
+        hints += f" (+{len(record.files) - FILE_HINTS} more)"
+    parts = [record.subject, " ".join(summary.split())]
+    if hints:
+        parts.append(f"Touched files: {hints}.")
+    excerpt = body_excerpt(record.body, body_chars) if body_chars else ""
+    if excerpt:
+        parts.append(f"From the commit message: {excerpt}")
+    return "\n\n".join(parts)
+
+
+def load_trajectory(name: str, export_dir: Path, annotations: Path = ANNOTATIONS) -> Episode:
+    episode, problems = check_trajectory(name, export_dir, annotations)
+    if problems:
+        raise DataError(problems)
+    assert episode is not None
+    return episode
+
+
+def check_trajectory(
+    name: str, export_dir: Path, annotations: Path = ANNOTATIONS
+) -> tuple[Episode | None, list[Problem]]:
+    """Build one trajectory's episode, or return every problem that stops it."""
+    ann_path = annotations / f"{name}.yaml"
+    export_path = export_dir / f"{name}.jsonl"
+    records, problems = read_export(export_path)
+    for number, record in enumerate(records, start=1):
+        if record.trajectory != name:
+            problems.append(
+                Problem(export_path, number, "trajectory", f"{record.trajectory!r} in the {name} export")
+            )
+    if not ann_path.exists():
+        return None, [*problems, Problem(ann_path, None, "<file>", "annotation not found")]
+    raw, lines = yaml_with_lines(ann_path)
+    try:
+        ann = Annotation.model_validate(raw)
+    except ValidationError as exc:
+        return None, problems + from_validation(exc, ann_path, lines, ())
+    if ann.trajectory != name:
+        problems.append(
+            Problem(ann_path, line_of(lines, ("trajectory",)), "trajectory", f"expected {name!r}")
+        )
+
+    catalog = Catalog(name=name, entries=ann.catalog)
+    pairs = set(catalog.pairs())
+
+    def check_pairs(claims: tuple[ExtractedClaim, ...], at: tuple[str | int, ...]) -> None:
+        for i, c in enumerate(claims):
+            if f"{c.entity}.{c.slot}" not in pairs:
+                where = (*at, "claims", i)
+                problems.append(
+                    Problem(
+                        ann_path,
+                        line_of(lines, where),
+                        f"{'.'.join(map(str, where))}",
+                        f"{c.entity}.{c.slot} is not in the catalog",
+                    )
+                )
+
+    sessions: list[Session] = []
+    for i, commit in enumerate(ann.commits):
+        matches = [r for r in records if r.commit.startswith(commit.commit)]
+        if len(matches) != 1:
+            why = "not found in" if not matches else "ambiguous in"
+            problems.append(
+                Problem(
+                    ann_path,
+                    line_of(lines, ("commits", i, "commit")),
+                    f"commits[{i}].commit",
+                    f"{commit.commit} {why} {export_path}",
+                )
+            )
+            continue
+        check_pairs(commit.claims, ("commits", i))
+        record = matches[0]
+        sessions.append(
+            Session(
+                id=f"{name}-{record.short}",
+                at=record.author_date,
+                commit=record.short,
+                title=record.subject,
+                text=note_text(record, commit.summary),
+                files=record.files,
+                claims=commit.claims,
+            )
+        )
+    annotated = {s.commit for s in sessions}
+    for number, record in enumerate(records, start=1):
+        if record.short not in annotated:
+            problems.append(
+                Problem(export_path, number, "commit", f"{record.short} has no annotation in {ann_path}")
+            )
+    for i, d in enumerate(ann.distractors):
+        check_pairs(d.claims, ("distractors", i))
+        try:
+            sessions.append(
+                Session(id=d.id, at=d.at, title=d.title, text=" ".join(d.text.split()), claims=d.claims)
+            )
+        except ValidationError as exc:
+            problems += from_validation(exc, ann_path, lines, ("distractors", i))
+    for i, q in enumerate(ann.queries):
+        if f"{q.target.entity}.{q.target.slot}" not in pairs:
+            where = ("queries", i, "target")
+            problems.append(
+                Problem(
+                    ann_path, line_of(lines, where), f"queries[{i}].target", "target is not in the catalog"
+                )
+            )
+    if problems:
+        return None, problems
+    sessions.sort(key=lambda s: s.at)
+    episode = Episode(
+        id=name,
+        source="trajectory",
+        family="trajectory",
+        catalog=catalog,
+        sessions=tuple(sessions),
+        queries=ann.queries,
+    )
+    return episode, []
+
+
+def load_trajectories(
+    export_dir: Path, names: tuple[str, ...] = TRAJECTORIES, annotations: Path = ANNOTATIONS
+) -> list[Episode]:
+    """All trajectories, or one :class:`DataError` listing every problem across them."""
+    episodes, problems = [], []
+    for name in names:
+        episode, found = check_trajectory(name, export_dir, annotations)
+        problems += found
+        if episode is not None:
+            episodes.append(episode)
+    if problems:
+        raise DataError(problems)
+    return episodes

@@ -1,0 +1,98 @@
+"""Sessions, queries and episodes: the gold material every operator dataset is derived from.
+
+An *episode* is one ordered history with its own catalog: a synthetic scenario or a replayed
+commit trajectory. Its sessions, replayed through the engine in order, define every label.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory.claims import BranchName, Claim, Env, Identifier, Key, Timestamp, norm
+from memory.state import Judge, StateMemory, keep_current
+from operators.schemas import Catalog, ExtractedClaim, Note
+
+Source = Literal["synthetic", "trajectory"]
+QueryType = Literal["current-state", "scoped-state", "provenance", "temporal", "stale-suppression"]
+QUERY_TYPES: tuple[QueryType, ...] = (
+    "current-state",
+    "scoped-state",
+    "provenance",
+    "temporal",
+    "stale-suppression",
+)
+Ask = Literal["value", "commit", "value_at"]
+
+
+class Session(Note):
+    """A note plus the claims it supports (its gold extraction)."""
+
+    claims: tuple[ExtractedClaim, ...] = ()
+
+    def memory_claims(self) -> list[Claim]:
+        return [c.to_claim(self) for c in self.claims]
+
+    def note(self) -> Note:
+        return Note(
+            id=self.id, at=self.at, commit=self.commit, title=self.title, text=self.text, files=self.files
+        )
+
+
+class QueryTarget(BaseModel):
+    """What a query asks about, in terms the engine's state can answer directly."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    entity: Identifier
+    slot: Identifier
+    branch: BranchName = "main"
+    env: Env = "production"
+    ask: Ask = "value"
+    at: Timestamp | None = None
+    """For ``value_at``: the moment whose current value is asked."""
+
+    @property
+    def key(self) -> Key:
+        return Key(self.entity, self.slot, self.branch, self.env)
+
+
+class Query(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    type: QueryType
+    question: str
+    target: QueryTarget
+    required: tuple[str, ...] = ()
+    forbidden: tuple[str, ...] = ()
+    any_of: tuple[str, ...] = ()
+
+    def accepts(self, answer: str) -> bool:
+        """Token check on the normalised answer: all required, none forbidden, one of any_of."""
+        text = norm(answer)
+        return (
+            all(norm(t) in text for t in self.required)
+            and not any(norm(t) in text for t in self.forbidden)
+            and (not self.any_of or any(norm(t) in text for t in self.any_of))
+        )
+
+
+class Episode(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    source: Source
+    family: str
+    catalog: Catalog
+    sessions: tuple[Session, ...] = Field(min_length=1)
+    queries: tuple[Query, ...] = ()
+
+    def replay(self, judge: Judge = keep_current) -> StateMemory:
+        """The gold state: every session's gold claims applied in order."""
+        mem = StateMemory(judge=judge)
+        for session in self.sessions:
+            for claim in session.memory_claims():
+                mem.apply(claim)
+        return mem

@@ -1,0 +1,91 @@
+"""Chat prompts of the three operators.
+
+Training data and inference both call these builders, so the string a model is trained on is
+the string it is asked at run time. Claims are shown with the facts the update rule uses
+(evidence type, commit, time) and never with the numeric score: learning the weighting is the
+operator's job.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from memory.claims import Claim
+from memory.state import Entry
+from operators.schemas import Catalog, Note
+
+Messages = list[dict[str, str]]
+
+EXTRACT_SYSTEM = (
+    "You extract project-state claims from a session note. Use only (entity, slot) pairs from the "
+    "catalog. For each claim give the value the note supports, the branch (default main), the "
+    "environment (production, staging, preview or dev; default production) and the evidence type: "
+    "code-change, incident-hotfix, config-observation, runtime-observation, branch-experiment, "
+    "human-note or stale-observation. Ignore chatter. Answer with JSON only."
+)
+COMPARE_SYSTEM = (
+    "You compare two project-state claims: FIRST is in memory, SECOND is incoming. The relation is "
+    "unrelated (different entity or slot), different_scope (same slot, other branch or environment), "
+    "equivalent (same slot and scope, same value) or conflicting. For a conflict the winner is the "
+    "claim with stronger evidence, then the more recent one, else none. Answer with JSON only."
+)
+UPDATE_SYSTEM = (
+    "You update a project-state memory with an incoming claim. Given the memory entry at the claim's "
+    "key, answer add (no entry), merge (same value as the current one or as a contested one that "
+    "stays contested), supersede (the claim replaces the current value) or contested (the claim is "
+    "kept as a contested observation). Answer with JSON only."
+)
+
+
+def note_block(note: Note) -> str:
+    lines = [f"Date: {note.at.isoformat()}", f"Commit: {note.commit or 'none'}", f"Title: {note.title}"]
+    if note.files:
+        lines.append(f"Files: {', '.join(note.files)}")
+    lines += ["", note.text]
+    return "\n".join(lines)
+
+
+def catalog_block(catalog: Catalog) -> str:
+    return "\n".join(f"- {e.pair}: {e.description}" for e in catalog.entries)
+
+
+def extract_messages(note: Note, catalog: Catalog) -> Messages:
+    user = f"Catalog:\n{catalog_block(catalog)}\n\nNote:\n{note_block(note)}"
+    return [{"role": "system", "content": EXTRACT_SYSTEM}, {"role": "user", "content": user}]
+
+
+def claim_block(claim: Claim) -> str:
+    commit = claim.evidence.commit or "none"
+    return (
+        f"{claim.entity}.{claim.slot} [branch {claim.branch}, env {claim.env}] = {claim.value}\n"
+        f"evidence: {claim.evidence.type}; commit: {commit}; at: {claim.at.isoformat()}"
+    )
+
+
+def compare_messages(first: Claim, second: Claim) -> Messages:
+    user = f"FIRST:\n{claim_block(first)}\n\nSECOND:\n{claim_block(second)}"
+    return [{"role": "system", "content": COMPARE_SYSTEM}, {"role": "user", "content": user}]
+
+
+def entry_block(entry: Entry | None) -> str:
+    """The entry as the rule sees it: the current value's strongest evidence and latest sighting."""
+    if entry is None or entry.current is None:
+        return "(no entry)"
+    cur = entry.current
+    lines = [
+        f"current: {cur.value}",
+        f"  strongest evidence: {cur.best.evidence.type}; commit: {cur.best.evidence.commit or 'none'}",
+        f"  last observed: {cur.at.isoformat()}",
+    ]
+    for item in entry.contested():
+        lines.append(f"contested: {item.value} ({item.best.evidence.type}, {item.at.isoformat()})")
+    return "\n".join(lines)
+
+
+def update_messages(entry: Entry | None, claim: Claim) -> Messages:
+    user = f"Memory entry:\n{entry_block(entry)}\n\nIncoming claim:\n{claim_block(claim)}"
+    return [{"role": "system", "content": UPDATE_SYSTEM}, {"role": "user", "content": user}]
+
+
+def completion(output: BaseModel) -> Messages:
+    return [{"role": "assistant", "content": output.model_dump_json()}]

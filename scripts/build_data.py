@@ -1,0 +1,36 @@
+"""Build the operator datasets for every LOO fold: python scripts/build_data.py [key=value ...].
+
+`validate=true` only checks the annotations and the commit export and lists every problem.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from data.config import DataConfig
+from data.pipeline import run, validate
+from data.problems import DataError
+
+
+@hydra.main(version_base="1.3", config_path="../configs", config_name="data")
+def main(raw: DictConfig) -> None:
+    cfg: DataConfig = OmegaConf.to_object(raw)
+    try:
+        if cfg.validate:
+            counts = validate(cfg)
+            print("annotations and export are valid: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+            return
+        result = run(cfg, overrides=list(HydraConfig.get().overrides.task))
+    except DataError as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(1)
+    print(f"{result['examples']} examples in {result['seconds']:.1f} s -> {cfg.out_dir}")
+    print(f"card: {cfg.out_dir}/card.md")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,17 @@
+"""Shared fixtures: the commit export lives beside the checkout, in ../shared (never copied in)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_EXPORT = ROOT.parent / "shared" / "data" / "codex-trajectories"
+
+
+@pytest.fixture(scope="session")
+def export_dir() -> Path:
+    if not SHARED_EXPORT.is_dir():
+        pytest.skip(f"commit export not found at {SHARED_EXPORT}")
+    return SHARED_EXPORT

@@ -1,0 +1,134 @@
+"""Operator datasets: fold layout, labels from the engine, leakage, determinism, card."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from data.build import LeakageError, check_leakage
+from data.config import DataConfig
+from data.examples import COMPARE_LABELS
+from data.pipeline import run
+from data.replay import TRAJECTORIES, load_trajectory
+from memory import ACTIONS
+from operators.schemas import CompareOutput, ExtractOutput, UpdateOutput
+
+
+def small(out: Path, export_dir: Path, **changes: object) -> DataConfig:
+    cfg = DataConfig(
+        scenarios_per_family=6,
+        noisy_per_family=2,
+        out_dir=str(out),
+        export_dir=str(export_dir),
+        tokenizer_dir=str(out / "no-tokenizer"),
+        progress=False,
+    )
+    for key, value in changes.items():
+        setattr(cfg, key, value)
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, export_dir: Path) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("datasets")
+    result = run(small(out, export_dir))
+    return out, result
+
+
+def test_every_fold_and_op_is_a_dataset_dict_with_jsonl(built: tuple[Path, dict]) -> None:
+    from datasets import load_from_disk
+
+    out, _ = built
+    for fold in (*TRAJECTORIES, "all"):
+        for op in ("extract", "compare", "update"):
+            dd = load_from_disk(str(out / fold / op))
+            assert set(dd) == ({"train", "validation"} if fold == "all" else {"train", "validation", "test"})
+            for split in dd:
+                lines = (out / fold / op / f"{split}.jsonl").read_text().splitlines()
+                assert len(lines) == dd[split].num_rows
+            assert dd["train"].num_rows > 0 and dd["validation"].num_rows > 0
+            if fold != "all":
+                assert dd["test"].num_rows > 0
+                assert set(dd["test"]["group"]) == {fold}
+                assert set(dd["validation"]["source"]) == {"synthetic"}
+
+
+def test_completions_parse_with_the_operator_schemas(built: tuple[Path, dict]) -> None:
+    out, _ = built
+    schemas = {"extract": ExtractOutput, "compare": CompareOutput, "update": UpdateOutput}
+    for op, schema in schemas.items():
+        for line in (out / "all" / op / "train.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            assert [m["role"] for m in row["prompt"]] == ["system", "user"]
+            (message,) = row["completion"]
+            schema.model_validate_json(message["content"])
+
+
+def test_every_label_of_every_op_is_present(built: tuple[Path, dict]) -> None:
+    _, result = built
+    ops = result["card"]["ops"]
+    assert set(ops["compare"]["label"]) == set(COMPARE_LABELS)
+    assert set(ops["update"]["label"]) == set(ACTIONS)
+    assert "0 claims" in ops["extract"]["label"] and "2 claims" in ops["extract"]["label"]
+    total = ops["compare"]["examples"]
+    assert min(ops["compare"]["label"].values()) / total >= 0.10
+
+
+def test_card_files_and_manifest(built: tuple[Path, dict]) -> None:
+    out, _ = built
+    card = json.loads((out / "card.json").read_text())
+    assert card["length_unit"] == "characters"
+    assert set(card["folds"]) == {*TRAJECTORIES, "all"}
+    assert "| conflicting/none |" in (out / "card.md").read_text()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["seed"] == 0 and len(manifest["dataset_fingerprint"]) == 64
+    assert manifest["config"]["scenarios_per_family"] == 6
+
+
+def test_same_seed_gives_byte_identical_outputs(tmp_path: Path, export_dir: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    cfg = {"folds": ["patch-guardrails", "all"], "scenarios_per_family": 3, "noisy_per_family": 1}
+    run(small(a, export_dir, **cfg))
+    run(small(b, export_dir, **cfg))
+    files_a = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    files_b = sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    assert files_a == files_b and len(files_a) > 20
+    for rel in files_a:
+        if rel.name == "manifest.json":  # names its own output directory
+            continue
+        assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
+    c = tmp_path / "c"
+    run(small(c, export_dir, seed=1, **cfg))
+    assert (a / "all/extract/train.jsonl").read_bytes() != (c / "all/extract/train.jsonl").read_bytes()
+
+
+def test_leakage_check_catches_holdout_material(built: tuple[Path, dict], export_dir: Path) -> None:
+    out, _ = built
+    holdout = load_trajectory("model-routing", export_dir)
+    splits = {
+        s: [
+            json.loads(x) for x in (out / "model-routing" / "compare" / f"{s}.jsonl").read_text().splitlines()
+        ]
+        for s in ("train", "validation", "test")
+    }
+    check_leakage(holdout, splits)  # the real fold is clean
+
+    leaked = dict(splits, train=[*splits["train"], splits["test"][0]])
+    with pytest.raises(LeakageError, match="built from the holdout"):
+        check_leakage(holdout, leaked)
+
+    quoted = json.loads(json.dumps(splits["train"][0]))
+    quoted["prompt"][1]["content"] += "\n" + holdout.sessions[0].text
+    with pytest.raises(LeakageError, match="quotes a holdout"):
+        check_leakage(holdout, dict(splits, validation=[quoted]))
+
+
+def test_a_failed_build_keeps_what_was_written(tmp_path: Path, export_dir: Path) -> None:
+    out = tmp_path / "ds"
+    run(small(out, export_dir, folds=["all"], scenarios_per_family=2, noisy_per_family=0))
+    before = (out / "all" / "update" / "train.jsonl").read_bytes()
+    with pytest.raises(Exception, match="export not found"):
+        run(small(out, tmp_path / "missing-export", folds=["all"]))
+    assert (out / "all" / "update" / "train.jsonl").read_bytes() == before

@@ -1,0 +1,98 @@
+"""The commit exporter, run as users run it, on a git repository made here."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from data.replay import read_export
+from tests.conftest import ROOT
+
+
+def git(repo: Path, *args: str, date: str | None = None) -> str:
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.com",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.com",
+    )
+    if date:
+        env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    ).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> tuple[Path, list[str]]:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    shas = []
+    for i, (date, subject) in enumerate(
+        [
+            ("2026-03-02T10:00:00-08:00", "Add the cache layer"),
+            ("2026-03-01T09:00:00+01:00", "Switch to Redis 7"),
+        ]
+    ):
+        (repo / f"f{i}.txt").write_text("line\n" * (i + 2))
+        (repo / "bin.dat").write_bytes(bytes(range(i, 256)))
+        git(repo, "add", ".")
+        git(repo, "commit", "-q", "-m", subject, "-m", f"Body of {subject}.\n\nMore detail.", date=date)
+        shas.append(git(repo, "rev-parse", "HEAD").strip())
+    return repo, shas
+
+
+def run_exporter(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "scripts/export_commits.py", *args], cwd=ROOT, capture_output=True, text=True
+    )
+
+
+def test_export_from_a_commits_file(repo: tuple[Path, list[str]], tmp_path: Path) -> None:
+    path, shas = repo
+    commits = tmp_path / "commits.txt"
+    commits.write_text(f"# two commits\n{shas[0][:9]}\n\n{shas[1]}\n")
+    out = tmp_path / "out.jsonl"
+    proc = run_exporter("--repo", str(path), "--commits", str(commits), "--name", "demo", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    records, problems = read_export(out)
+    assert problems == []
+    # ordered by author date in UTC: 2026-03-01T08:00Z before 2026-03-02T18:00Z
+    assert [r.subject for r in records] == ["Switch to Redis 7", "Add the cache layer"]
+    first = json.loads(out.read_text().splitlines()[0])
+    assert first["author_date"] == "2026-03-01T09:00:00+01:00"
+    assert first["body"] == "Body of Switch to Redis 7.\n\nMore detail."
+    assert first["short"] == shas[1][:9] and first["trajectory"] == "demo"
+    assert set(first["files"]) == {"f1.txt", "bin.dat"}
+    assert first["insertions"] == 3  # binary files count as 0
+
+
+def test_export_from_a_trajectory_yaml(repo: tuple[Path, list[str]], tmp_path: Path) -> None:
+    path, shas = repo
+    ann = tmp_path / "t.yaml"
+    ann.write_text(f"trajectory: tiny\ncommits:\n  - commit: {shas[0][:9]}\n")
+    out = tmp_path / "tiny.jsonl"
+    proc = run_exporter("--repo", str(path), "--trajectory", str(ann), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    (record,) = read_export(out)[0]
+    assert record.commit == shas[0] and record.trajectory == "tiny"
+
+
+def test_unknown_commit_fails_clearly_and_writes_nothing(
+    repo: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    path, _ = repo
+    commits = tmp_path / "c.txt"
+    commits.write_text("0123456789abcdef\n")
+    out = tmp_path / "never.jsonl"
+    proc = run_exporter("--repo", str(path), "--commits", str(commits), "--name", "x", "--out", str(out))
+    assert proc.returncode == 1
+    assert "export failed" in proc.stderr and "0123456789abcdef" in proc.stderr
+    assert not out.exists()

@@ -1,0 +1,119 @@
+"""Trajectory replay: the real export plus our annotations, and errors that point at the input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from data.problems import DataError
+from data.replay import ANNOTATIONS, TRAJECTORIES, load_trajectories, load_trajectory, read_export
+
+
+def test_all_five_trajectories_replay(export_dir: Path) -> None:
+    episodes = load_trajectories(export_dir)
+    assert [e.id for e in episodes] == list(TRAJECTORIES)
+    for e in episodes:
+        exported = len((export_dir / f"{e.id}.jsonl").read_text().splitlines())
+        commits = [s for s in e.sessions if s.commit]
+        assert len(commits) == exported
+        assert all(1 <= len(s.claims) <= 3 for s in commits)
+        distractors = [s for s in e.sessions if not s.commit]
+        stale = [s for s in distractors if s.claims[0].evidence_type in ("stale-observation", "human-note")]
+        assert len(stale) >= 3
+        kinds = Counter(q.type for q in e.queries)
+        assert len(e.queries) >= 8 and kinds["provenance"] >= 2 and kinds["temporal"] >= 2
+        assert [s.at for s in e.sessions] == sorted(s.at for s in e.sessions)
+
+
+def test_note_is_built_from_subject_summary_and_files(export_dir: Path) -> None:
+    episode = load_trajectory("patch-guardrails", export_dir)
+    first = episode.sessions[0]
+    record = read_export(export_dir / "patch-guardrails.jsonl")[0][0]
+    assert first.commit == record.short and first.at == record.author_date
+    assert first.text.startswith(record.subject)
+    assert "Touched files: apply_patch.rs" in first.text
+    assert "sandbox" in first.text.lower()
+
+
+def test_stale_distractors_end_up_contested(export_dir: Path) -> None:
+    for episode in load_trajectories(export_dir):
+        mem = episode.replay()
+        stale = [c for s in episode.sessions if not s.commit for c in s.memory_claims()]
+        for claim in stale:
+            if claim.evidence.type == "branch-experiment":
+                assert mem.current(*claim.key).value == claim.value
+            else:
+                assert claim.value in [c.value for c in mem.contested(*claim.key)], claim
+
+
+def test_entity_names_are_shared_across_trajectories(export_dir: Path) -> None:
+    entities: dict[str, set[str]] = {}
+    for e in load_trajectories(export_dir):
+        for entry in e.catalog.entries:
+            entities.setdefault(entry.entity, set()).add(e.id)
+    shared = {k for k, v in entities.items() if len(v) > 1}
+    assert {"app_server", "tui"} <= shared
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, export_dir: Path) -> tuple[Path, Path]:
+    exports, annotations = tmp_path / "export", tmp_path / "ann"
+    shutil.copytree(export_dir, exports)
+    shutil.copytree(ANNOTATIONS, annotations)
+    return exports, annotations
+
+
+def test_malformed_export_line_names_file_and_line(workspace: tuple[Path, Path]) -> None:
+    exports, annotations = workspace
+    path = exports / "model-routing.jsonl"
+    lines = path.read_text().splitlines()
+    lines[2] = lines[2][:40]
+    bad = json.loads(lines[4])
+    bad["author_date"] = "yesterday"
+    lines[4] = json.dumps(bad)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError) as err:
+        load_trajectory("model-routing", exports, annotations)
+    text = str(err.value)
+    assert f"{path}:3: <json>: not valid JSON" in text
+    assert f"{path}:5: author_date" in text
+
+
+def test_unknown_evidence_type_and_missing_commit_name_line_and_field(workspace: tuple[Path, Path]) -> None:
+    exports, annotations = workspace
+    path = annotations / "exec-app-server.yaml"
+    text = path.read_text()
+    text = text.replace("evidence_type: code-change}", "evidence_type: rumour}", 1)
+    text = text.replace("commit: da3689f0e", "commit: deadbeef0")
+    path.write_text(text)
+    rumour_line = next(i for i, line in enumerate(text.splitlines(), 1) if "rumour" in line)
+    with pytest.raises(DataError) as err:
+        load_trajectory("exec-app-server", exports, annotations)
+    message = str(err.value)
+    assert (
+        f"{path}:{rumour_line}: commits[0].claims[0].evidence_type: unknown evidence type 'rumour'" in message
+    )
+
+    path.write_text(path.read_text().replace("rumour", "code-change"))
+    with pytest.raises(DataError) as err:
+        load_trajectory("exec-app-server", exports, annotations)
+    commit_line = next(i for i, line in enumerate(text.splitlines(), 1) if "deadbeef0" in line)
+    message = str(err.value)
+    assert f"{path}:{commit_line}: commits[1].commit: deadbeef0 not found in" in message
+    assert "da3689f0e has no annotation" in message
+
+
+def test_all_problems_are_reported_at_once(workspace: tuple[Path, Path]) -> None:
+    exports, annotations = workspace
+    for name in ("browser-surface", "patch-guardrails"):
+        path = annotations / f"{name}.yaml"
+        path.write_text(path.read_text().replace("evidence_type: code-change}", "evidence_type: guess}"))
+    with pytest.raises(DataError) as err:
+        load_trajectories(exports, names=("browser-surface", "patch-guardrails"), annotations=annotations)
+    files = {p.file.name for p in err.value.problems}
+    assert files == {"browser-surface.yaml", "patch-guardrails.yaml"}
+    assert len(err.value.problems) >= 20
