@@ -169,7 +169,9 @@ def length_counter(tokenizer_dir: Path) -> tuple[str, Callable[[Example], int]]:
         tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
 
         def tokens(ex: Example) -> int:
-            return len(tok.apply_chat_template(ex["prompt"] + ex["completion"], tokenize=True))
+            return len(
+                tok.apply_chat_template(ex["prompt"] + ex["completion"], tokenize=True, return_dict=False)
+            )
 
         return "tokens (tiny tokenizer)", tokens
     return "characters", lambda ex: sum(len(m["content"]) for m in ex["prompt"] + ex["completion"])

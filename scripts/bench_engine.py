@@ -15,6 +15,7 @@ Usage: python scripts/bench_engine.py [--sizes 10000 100000 1000000] [--seed 0]
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import time
 from collections import Counter
@@ -61,14 +62,17 @@ def stream(n: int, seed: int, clock: list[float]) -> Iterator[list[Claim]]:
         yield out
 
 
-def bench(n: int, seed: int) -> dict[str, float]:
+def bench(n: int, seed: int, collect: bool) -> dict[str, float]:
     mem = StateMemory()
     actions: Counter[str] = Counter()
     build, apply = [0.0], 0.0
     for chunk in stream(n, seed, build):
+        if not collect:
+            gc.disable()
         t0 = time.perf_counter()
         actions.update(mem.apply(c).action for c in chunk)
         apply += time.perf_counter() - t0
+        gc.enable()
     return {"build": build[0], "apply": apply, "keys": len(mem), **actions}
 
 
@@ -76,13 +80,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--no-gc", action="store_true", help="pause the cyclic collector while applying, to show its share"
+    )
     args = parser.parse_args()
     print(
         f"{'claims':>9} {'keys':>7} {'apply s':>8} {'claims/s':>10} {'apply us':>9} {'build us':>9}  "
         "add/merge/supersede/contested"
     )
     for n in args.sizes:
-        r = bench(n, args.seed)
+        r = bench(n, args.seed, collect=not args.no_gc)
         print(
             f"{n:>9} {r['keys']:>7} {r['apply']:>8.3f} {n / r['apply']:>10,.0f} "
             f"{1e6 * r['apply'] / n:>9.2f} {1e6 * r['build'] / n:>9.2f}  "

@@ -1,0 +1,65 @@
+"""What the trainer sees: completion-only labels, and the prompt inference will send."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from train.config import TrainConfig
+from train.recipe import load_model, lora_config, sft_config
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def trainer(tiny_model: Path, small_datasets: Path, tmp_path_factory: pytest.TempPathFactory):
+    from datasets import load_from_disk
+    from trl import SFTTrainer
+
+    cfg = TrainConfig()
+    cfg.op.name, cfg.op.max_length = "update", 1024
+    cfg.model.name, cfg.model.path, cfg.model.compute_dtype = "tiny", str(tiny_model), "float32"
+    train = load_from_disk(str(small_datasets / "all" / "update"))["train"].select(range(6))
+    model, tokenizer = load_model(cfg)
+    args = sft_config(cfg, tmp_path_factory.mktemp("ckpt"))
+    args.packing = False  # one example per row, so each row can be checked on its own
+    args.padding_free = False
+    args.eval_strategy = "no"
+    t = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=train.select_columns(["prompt", "completion"]),
+        processing_class=tokenizer,
+        peft_config=lora_config(cfg),
+    )
+    return t, train, tokenizer
+
+
+def test_labels_cover_exactly_the_completion(trainer) -> None:
+    t, raw, tokenizer = trainer
+    rows = [t.train_dataset[i] for i in range(len(raw))]
+    batch = t.data_collator(rows)
+    for i, row in enumerate(rows):
+        ids, labels = row["input_ids"], row["labels"]
+        prompt = tokenizer.apply_chat_template(
+            raw[i]["prompt"], tokenize=True, add_generation_prompt=True, return_dict=False
+        )
+        n = len(prompt)
+        assert ids[:n] == prompt
+        assert all(label == -100 for label in labels[:n])  # every prompt token is masked
+        assert labels[n:] == ids[n:] and -100 not in labels[n:]  # no completion token is
+        completion = tokenizer.decode(ids[n:])
+        assert completion == raw[i]["completion"][0]["content"] + "<|im_end|>\n"
+        assert batch["labels"][i][: len(ids)].tolist() == labels
+
+
+def test_prompt_string_equals_the_inference_rendering(trainer) -> None:
+    t, raw, tokenizer = trainer
+    for i in range(len(raw)):
+        row = t.train_dataset[i]
+        prompt_ids = [
+            tok for tok, label in zip(row["input_ids"], row["labels"], strict=True) if label == -100
+        ]
+        rendered = tokenizer.apply_chat_template(raw[i]["prompt"], tokenize=False, add_generation_prompt=True)
+        assert tokenizer.decode(prompt_ids) == rendered

@@ -1,0 +1,130 @@
+"""The real entry point (accelerate launch train.py) on the 4-bit tiny model, on CPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+FAST = ["op.per_device_batch=2", "op.grad_accum=1", "op.max_length=1024", "eval_steps=2", "save_steps=2"]
+
+
+def launch(*overrides: str, accelerate: bool = True) -> subprocess.CompletedProcess:
+    runner = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "1", "--cpu"]
+    cmd = [*runner, "train.py"] if accelerate else [sys.executable, "train.py"]
+    env = dict(os.environ, TRANSFORMERS_VERBOSITY="info")  # the trainer says where it resumes
+    return subprocess.run([*cmd, *overrides], cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_model: Path, small_datasets: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    adapters = tmp_path_factory.mktemp("adapters")
+    proc = launch(
+        "op=compare",
+        "holdout=patch-guardrails",
+        "model=tiny",
+        "max_steps=4",
+        f"datasets_dir={small_datasets}",
+        f"adapters_dir={adapters}",
+        *FAST,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "adapter saved: step 4" in proc.stdout
+    return adapters / "tiny" / "patch-guardrails" / "compare"
+
+
+def test_launch_saves_a_loadable_adapter_with_manifest(trained: Path, tiny_model: Path) -> None:
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+
+    for name in (
+        "adapter_model.safetensors",
+        "adapter_config.json",
+        "tokenizer.json",
+        "generation_config.json",
+    ):
+        assert (trained / name).exists(), name
+    tokenizer = AutoTokenizer.from_pretrained(trained)
+    assert GenerationConfig.from_pretrained(trained).eos_token_id == tokenizer.convert_tokens_to_ids(
+        "<|im_end|>"
+    )
+    config = json.loads((trained / "adapter_config.json").read_text())
+    assert (config["r"], config["lora_alpha"], config["modules_to_save"]) == (16, 32, None)
+    assert set(config["target_modules"]) == {
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "o_proj",
+        "gate_proj",
+        "up_proj",
+        "down_proj",
+    }
+    base = AutoModelForCausalLM.from_pretrained(tiny_model, use_safetensors=True)
+    model = PeftModel.from_pretrained(base, trained)
+    assert any("lora_A" in n for n, _ in model.named_parameters())
+
+    manifest = json.loads((trained / "manifest.json").read_text())
+    assert manifest["global_step"] == 4 and manifest["seed"] == 0
+    assert manifest["train_loss"] > 0 and manifest["eval_loss"] > 0
+    assert manifest["tokens_seen"] > 0 and manifest["peak_memory_bytes"] > 0
+    assert manifest["config"]["op"]["name"] == "compare" and "model=tiny" in manifest["overrides"]
+    assert {"torch", "trl", "peft", "transformers"} <= set(manifest["libraries"])
+    assert manifest["dataset_fingerprint"]
+
+
+def test_refuses_to_overwrite_a_finished_adapter(trained: Path, small_datasets: Path) -> None:
+    before = (trained / "adapter_model.safetensors").read_bytes()
+    proc = launch(
+        "op=compare",
+        "holdout=patch-guardrails",
+        "model=tiny",
+        "max_steps=2",
+        f"datasets_dir={small_datasets}",
+        f"adapters_dir={trained.parents[2]}",
+        *FAST,
+        accelerate=False,
+    )
+    assert proc.returncode == 2
+    assert "finished adapter" in proc.stderr and "overwrite=true" in proc.stderr
+    assert (trained / "adapter_model.safetensors").read_bytes() == before
+
+
+def test_resume_continues_from_the_checkpoint_step(
+    tiny_model: Path, small_datasets: Path, tmp_path: Path
+) -> None:
+    common = ["op=update", "model=tiny", f"datasets_dir={small_datasets}", f"adapters_dir={tmp_path}", *FAST]
+    first = launch(*common, "max_steps=2", accelerate=False)
+    assert first.returncode == 0, first.stderr[-3000:]
+    out = tmp_path / "tiny" / "all" / "update"
+    assert (out / "checkpoints" / "checkpoint-2").is_dir()
+    second = launch(*common, "max_steps=4", "resume=true", "overwrite=true", accelerate=False)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "Resuming training from checkpoint with epoch 0 and global step 2" in second.stderr
+    assert "Resuming training from checkpoint" not in first.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["resumed_from"].endswith("checkpoint-2")
+    assert manifest["global_step"] == 4
+    assert (out / "checkpoints" / "checkpoint-4").is_dir()
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [("op=summarize", "op/summarize"), ("learning_rate=1", "learning_rate"), ("max_steps=many", "max_steps")],
+)
+def test_config_errors_are_clear(override: str, message: str) -> None:
+    proc = launch("model=tiny", override, accelerate=False)
+    assert proc.returncode != 0
+    assert message in proc.stderr
+
+
+def test_missing_dataset_names_the_build_command(tmp_path: Path, tiny_model: Path) -> None:
+    proc = launch("model=tiny", "op=extract", f"datasets_dir={tmp_path}", accelerate=False)
+    assert proc.returncode == 2 and "scripts/build_data.py" in proc.stderr

@@ -1,0 +1,33 @@
+"""accelerate launch train.py op=extract [holdout=<trajectory>] [model=tiny] [key=value ...]
+
+Resolves and saves the config, then hands it to the recipe (train/recipe.py).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+import train.config  # noqa: F401  (registers the schema)
+from train.config import TrainConfig
+from train.recipe import AdapterExists, run
+
+
+@hydra.main(version_base="1.3", config_path="configs", config_name="train")
+def main(raw: DictConfig) -> None:
+    cfg: TrainConfig = OmegaConf.to_object(raw)
+    try:
+        manifest = run(cfg, overrides=list(HydraConfig.get().overrides.task))
+    except (AdapterExists, FileNotFoundError) as exc:
+        print(f"train.py: {exc}", file=sys.stderr)
+        sys.exit(2)
+    m = manifest
+    print(f"adapter saved: step {m['global_step']}, train loss {m['train_loss']:.4f}")
+    print(f"eval loss {m['eval_loss']:.4f}, {m['tokens_seen']} tokens in {m['wall_seconds']} s")
+
+
+if __name__ == "__main__":
+    main()

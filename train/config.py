@@ -1,0 +1,65 @@
+"""Typed training config. Hydra validates every override against it and rejects unknown keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+@dataclass
+class OpConfig:
+    name: str = MISSING
+    max_length: int = 4096
+    epochs: float = 2.0
+    learning_rate: float = 2e-4
+    per_device_batch: int = 1
+    grad_accum: int = 8
+
+
+@dataclass
+class LoraSpec:
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    target_modules: list[str] = field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    )
+
+
+@dataclass
+class ModelConfig:
+    name: str = MISSING
+    """Directory name under outputs/adapters/."""
+    path: str = MISSING
+    """Hub id or local directory; only safetensors weights are loaded, never remote code."""
+    load_in_4bit: bool = True
+    quant_type: str = "nf4"
+    double_quant: bool = True
+    compute_dtype: str = "bfloat16"
+    attn_implementation: str = "sdpa"
+    gradient_checkpointing: bool = True
+    lora: LoraSpec = field(default_factory=LoraSpec)
+
+
+@dataclass
+class TrainConfig:
+    op: OpConfig = field(default_factory=OpConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    holdout: str | None = None
+    """A trajectory name selects that LOO fold; unset trains on every source, saved as ``all``."""
+    datasets_dir: str = "outputs/datasets"
+    adapters_dir: str = "outputs/adapters"
+    seed: int = 0
+    max_steps: int = -1
+    warmup_ratio: float = 0.05
+    eval_steps: int = 50
+    save_steps: int = 50
+    logging_steps: int = 5
+    report_to: str = "none"
+    resume: bool = False
+    overwrite: bool = False
+
+
+ConfigStore.instance().store(name="train_schema", node=TrainConfig)

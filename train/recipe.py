@@ -1,0 +1,196 @@
+"""QLoRA supervised fine-tuning of one operator adapter with TRL.
+
+A straight sequence: seed, data, model, trainer, train (resuming if asked or requeued), save.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from train.config import TrainConfig
+
+ALL = "all"
+
+
+class AdapterExists(RuntimeError):
+    pass
+
+
+def adapter_dir(cfg: TrainConfig) -> Path:
+    return Path(cfg.adapters_dir) / cfg.model.name / (cfg.holdout or ALL) / cfg.op.name
+
+
+def last_checkpoint(checkpoints: Path) -> str | None:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    return get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
+
+
+def requeued() -> bool:
+    """Slurm sets SLURM_RESTART_COUNT on a requeued job; such a run always resumes."""
+    return int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0) > 0
+
+
+def load_splits(cfg: TrainConfig):  # -> (train, validation) datasets.Dataset
+    from datasets import load_from_disk
+
+    path = Path(cfg.datasets_dir) / (cfg.holdout or ALL) / cfg.op.name
+    if not (path / "dataset_dict.json").exists():
+        raise FileNotFoundError(f"no dataset at {path}; build it with: python scripts/build_data.py")
+    dd = load_from_disk(str(path))
+    keep = ["prompt", "completion"]
+    return (
+        dd["train"].select_columns(keep),
+        dd["validation"].select_columns(keep),
+        dd["train"]._fingerprint + "/" + dd["validation"]._fingerprint,
+    )
+
+
+def load_model(cfg: TrainConfig):  # -> (model, tokenizer)
+    import torch
+    from accelerate import PartialState
+    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
+
+    dtype = getattr(torch, cfg.model.compute_dtype)
+    quantization = (
+        BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type=cfg.model.quant_type,
+            bnb_4bit_use_double_quant=cfg.model.double_quant,
+            bnb_4bit_compute_dtype=dtype,
+            bnb_4bit_quant_storage=dtype,
+        )
+        if cfg.model.load_in_4bit
+        else None
+    )
+    # One full copy per process: DDP through accelerate, each rank on its own GPU.
+    device_map = {"": PartialState().local_process_index} if torch.cuda.is_available() else None
+    model = AutoModelForCausalLM.from_pretrained(
+        cfg.model.path,
+        quantization_config=quantization,
+        dtype=dtype,
+        attn_implementation=cfg.model.attn_implementation,
+        device_map=device_map,
+        use_safetensors=True,
+        trust_remote_code=False,
+    )
+    tokenizer = AutoTokenizer.from_pretrained(cfg.model.path, trust_remote_code=False)
+    return model, tokenizer
+
+
+def sft_config(cfg: TrainConfig, checkpoints: Path):  # -> trl.SFTConfig
+    import torch
+    from trl import SFTConfig
+
+    on_gpu = torch.cuda.is_available()
+    return SFTConfig(
+        output_dir=str(checkpoints),
+        seed=cfg.seed,
+        max_length=cfg.op.max_length,
+        num_train_epochs=cfg.op.epochs,
+        max_steps=cfg.max_steps,
+        learning_rate=cfg.op.learning_rate,
+        per_device_train_batch_size=cfg.op.per_device_batch,
+        per_device_eval_batch_size=cfg.op.per_device_batch,
+        gradient_accumulation_steps=cfg.op.grad_accum,
+        lr_scheduler_type="cosine",
+        warmup_steps=cfg.warmup_ratio,  # a float below 1 is a ratio of total steps
+        packing=True,
+        packing_strategy="bfd",
+        padding_free=True,
+        completion_only_loss=True,
+        gradient_checkpointing=cfg.model.gradient_checkpointing,
+        eval_strategy="steps",
+        eval_steps=cfg.eval_steps,
+        save_strategy="steps",
+        save_steps=cfg.save_steps,
+        save_total_limit=2,
+        logging_steps=cfg.logging_steps,
+        report_to=[] if cfg.report_to == "none" else [cfg.report_to],
+        bf16=on_gpu and cfg.model.compute_dtype == "bfloat16",
+        use_cpu=not on_gpu,
+        include_num_input_tokens_seen=True,
+        dataset_num_proc=None,
+    )
+
+
+def lora_config(cfg: TrainConfig):  # -> peft.LoraConfig
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=cfg.model.lora.r,
+        lora_alpha=cfg.model.lora.alpha,
+        lora_dropout=cfg.model.lora.dropout,
+        target_modules=list(cfg.model.lora.target_modules),
+        task_type="CAUSAL_LM",
+    )
+
+
+def peak_memory_bytes() -> int:
+    import torch
+
+    if torch.cuda.is_available():
+        return int(torch.cuda.max_memory_allocated())
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def run(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[str, Any]:
+    from transformers import GenerationConfig, set_seed
+    from trl import SFTTrainer
+
+    from data.manifest import write_manifest
+
+    out = adapter_dir(cfg)
+    if (out / "manifest.json").exists() and not cfg.overwrite:
+        raise AdapterExists(f"{out} holds a finished adapter; pass overwrite=true to train it again")
+    checkpoints = out / "checkpoints"
+    resume_from = last_checkpoint(checkpoints) if (cfg.resume or requeued()) else None
+
+    set_seed(cfg.seed)
+    train_ds, eval_ds, data_fingerprint = load_splits(cfg)
+    model, tokenizer = load_model(cfg)
+    trainer = SFTTrainer(
+        model=model,
+        args=sft_config(cfg, checkpoints),
+        train_dataset=train_ds,
+        eval_dataset=eval_ds,
+        processing_class=tokenizer,
+        peft_config=lora_config(cfg),
+    )
+    started = time.perf_counter()
+    result = trainer.train(resume_from_checkpoint=resume_from)
+    evals = [e for e in trainer.state.log_history if "eval_loss" in e]
+    if not evals or evals[-1]["step"] != trainer.state.global_step:
+        evals.append(trainer.evaluate())
+    seconds = time.perf_counter() - started
+
+    trainer.save_model(str(out))
+    tokenizer.save_pretrained(str(out))
+    im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    GenerationConfig(
+        eos_token_id=im_end, pad_token_id=tokenizer.pad_token_id, do_sample=False
+    ).save_pretrained(str(out))
+    state = trainer.state
+    manifest = write_manifest(
+        out,
+        config=asdict(cfg),
+        overrides=overrides or [],
+        seed=cfg.seed,
+        dataset_fingerprint=data_fingerprint,
+        resumed_from=resume_from,
+        global_step=state.global_step,
+        train_loss=result.training_loss,
+        eval_loss=evals[-1]["eval_loss"],
+        tokens_seen=int(state.num_input_tokens_seen),
+        wall_seconds=round(seconds, 2),
+        peak_memory_bytes=peak_memory_bytes(),
+        log_history=state.log_history,
+    )
+    (out / "resolved_config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
+    return manifest
