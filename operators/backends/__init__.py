@@ -1,0 +1,1 @@
+"""Inference backends: a batch of (adapter, messages, json_schema, max_tokens) in, texts out."""
