@@ -138,9 +138,8 @@ def main() -> None:
     )
     print(f"{'config':<9} {'tokens':>8} {'tokens/s':>9} {'step s':>7} {'peak GiB':>9}")
     for r in results:
-        print(
-            f"{r['config']:<9} {r['tokens']:>8} {r['tokens_per_s']:>9.1f} {r['step_s']:>7.2f} {r['peak_gib']:>9.2f}"
-        )
+        rate, step, peak = r["tokens_per_s"], r["step_s"], r["peak_gib"]
+        print(f"{r['config']:<9} {r['tokens']:>8} {rate:>9.1f} {step:>7.2f} {peak:>9.2f}")
     print(
         f"recipe / baseline: {recipe['tokens_per_s'] / base['tokens_per_s']:.2f}x tokens/s, "
         f"{recipe['peak_gib'] / base['peak_gib']:.2f}x peak memory"
