@@ -11,8 +11,8 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-import train.config  # noqa: F401  (registers the schema)
-from train.config import TrainConfig
+from data.problems import DataError
+from train.config import TrainConfig  # importing it registers the schema with Hydra
 from train.recipe import AdapterExists, run
 
 
@@ -21,7 +21,7 @@ def main(raw: DictConfig) -> None:
     cfg: TrainConfig = OmegaConf.to_object(raw)
     try:
         manifest = run(cfg, overrides=list(HydraConfig.get().overrides.task))
-    except (AdapterExists, FileNotFoundError) as exc:
+    except (AdapterExists, FileNotFoundError, DataError) as exc:
         print(f"train.py: {exc}", file=sys.stderr)
         sys.exit(2)
     m = manifest

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,5 +14,7 @@ SHARED_EXPORT = ROOT.parent / "shared" / "data" / "codex-trajectories"
 @pytest.fixture(scope="session")
 def export_dir() -> Path:
     if not SHARED_EXPORT.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"commit export not found at {SHARED_EXPORT}; CI must run the data tests")
         pytest.skip(f"commit export not found at {SHARED_EXPORT}")
     return SHARED_EXPORT

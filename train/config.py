@@ -60,6 +60,10 @@ class TrainConfig:
     report_to: str = "none"
     resume: bool = False
     overwrite: bool = False
+    prepare: bool = True
+    """Build missing prerequisites first: the datasets (all folds) and, for model=tiny, the model."""
+    export_dir: str = "../shared/data/codex-trajectories"
+    """Commit export used when the datasets have to be built."""
 
 
 ConfigStore.instance().store(name="train_schema", node=TrainConfig)

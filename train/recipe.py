@@ -37,6 +37,21 @@ def requeued() -> bool:
     return int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0) > 0
 
 
+def prepare(cfg: TrainConfig) -> None:
+    """Build what a fresh checkout lacks, through the same code the dedicated scripts run."""
+    if not (Path(cfg.datasets_dir) / (cfg.holdout or ALL) / cfg.op.name / "dataset_dict.json").exists():
+        from data.config import DataConfig
+        from data.pipeline import run as build_data
+
+        print(f"building datasets into {cfg.datasets_dir} (scripts/build_data.py)", flush=True)
+        build_data(DataConfig(out_dir=cfg.datasets_dir, export_dir=cfg.export_dir, seed=cfg.seed))
+    if cfg.model.name == "tiny" and not (Path(cfg.model.path) / "config.json").exists():
+        from train.tiny import build
+
+        print(f"building the tiny model at {cfg.model.path} (scripts/make_tiny_model.py)", flush=True)
+        build(Path(cfg.model.path))
+
+
 def load_splits(cfg: TrainConfig):  # -> (train, validation) datasets.Dataset
     from datasets import load_from_disk
 
@@ -152,6 +167,8 @@ def run(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[str, Any]:
     checkpoints = out / "checkpoints"
     resume_from = last_checkpoint(checkpoints) if (cfg.resume or requeued()) else None
 
+    if cfg.prepare:
+        prepare(cfg)
     set_seed(cfg.seed)
     train_ds, eval_ds, data_fingerprint = load_splits(cfg)
     model, tokenizer = load_model(cfg)

@@ -126,5 +126,15 @@ def test_config_errors_are_clear(override: str, message: str) -> None:
 
 
 def test_missing_dataset_names_the_build_command(tmp_path: Path, tiny_model: Path) -> None:
-    proc = launch("model=tiny", "op=extract", f"datasets_dir={tmp_path}", accelerate=False)
+    proc = launch("model=tiny", "op=extract", f"datasets_dir={tmp_path}", "prepare=false", accelerate=False)
     assert proc.returncode == 2 and "scripts/build_data.py" in proc.stderr
+
+
+def test_prepare_builds_missing_datasets_or_names_the_missing_export(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    proc = launch(
+        "model=tiny", f"datasets_dir={tmp_path / 'ds'}", f"export_dir={tmp_path / 'none'}", accelerate=False
+    )
+    assert proc.returncode == 2
+    assert "building datasets" in proc.stdout and "export not found" in proc.stderr
