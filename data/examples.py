@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from data.sessions import Episode
-from memory import Claim, Evidence, StateMemory, compare
+from memory import ENVS, Claim, Evidence, StateMemory, compare
 from memory.evidence import EVIDENCE_TYPES, evidence_score
 from operators.prompts import compare_messages, completion, extract_messages, update_messages
 from operators.schemas import CompareOutput, ExtractOutput, UpdateOutput
@@ -105,7 +105,7 @@ def _pair(label: str, claims: list[Claim], rng: random.Random) -> tuple[Claim, C
         candidates = [c for c in claims if (c.entity, c.slot) != (first.entity, first.slot)]
         return (first, rng.choice(candidates)) if candidates else None
     if label == "different_scope/none":
-        envs = [e for e in ("production", "staging", "preview", "dev") if e != first.env]
+        envs = [e for e in ENVS if e != first.env]
         if rng.random() < 0.5:
             return first, _variant(first, env=rng.choice(envs), value=rng.choice([first.value, other_value]))
         branch = "main" if first.branch != "main" else f"exp/{first.slot}-{rng.randrange(10)}"
