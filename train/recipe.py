@@ -188,6 +188,7 @@ def run(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[str, Any]:
     seconds = time.perf_counter() - started
 
     trainer.save_model(str(out))
+    (out / "training_args.bin").unlink(missing_ok=True)  # a pickle; the manifest records the same
     tokenizer.save_pretrained(str(out))
     im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
     GenerationConfig(

@@ -52,6 +52,7 @@ def test_launch_saves_a_loadable_adapter_with_manifest(trained: Path, tiny_model
         "generation_config.json",
     ):
         assert (trained / name).exists(), name
+    assert not list(trained.glob("*.bin")) and not list(trained.glob("*.pt"))  # safetensors only
     tokenizer = AutoTokenizer.from_pretrained(trained)
     assert GenerationConfig.from_pretrained(trained).eos_token_id == tokenizer.convert_tokens_to_ids(
         "<|im_end|>"
