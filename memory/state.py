@@ -85,9 +85,6 @@ class Entry:
     def contested(self) -> list[Item]:
         return [i for i in self.items if i.status is Status.CONTESTED]
 
-    def superseded(self) -> list[Item]:
-        return [i for i in self.items if i.status is Status.SUPERSEDED]
-
 
 class Decision(NamedTuple):
     """What the update rule did with one claim, and why (the label of the update operator)."""

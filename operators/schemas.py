@@ -10,14 +10,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory.claims import ENVS, BranchName, Claim, Env, Identifier, Timestamp
+from memory.claims import BranchName, Claim, Env, Identifier, Timestamp
 from memory.compare import Relation, Winner
 from memory.evidence import EVIDENCE_TYPES, Evidence
 from memory.state import Action
 
 EvidenceType = Literal[EVIDENCE_TYPES]  # type: ignore[valid-type]
 MAX_CLAIMS = 8
-MAX_STAGE1_PAIRS = 6
 
 
 class _Strict(BaseModel):
@@ -106,9 +105,7 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 __all__ = [
-    "ENVS",
     "MAX_CLAIMS",
-    "MAX_STAGE1_PAIRS",
     "Catalog",
     "CatalogEntry",
     "CompareOutput",

@@ -98,7 +98,7 @@ def build_tokenizer(texts: list[str], spec: TinySpec):  # -> PreTrainedTokenizer
     )
 
 
-def pretrain(texts: list[str], tokenizer, spec: TinySpec, log: bool = True):  # -> Qwen2ForCausalLM
+def pretrain(texts: list[str], tokenizer, spec: TinySpec, log: bool = True):  # -> (model, final loss)
     import torch
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
@@ -162,8 +162,6 @@ def spec_key(spec: TinySpec) -> str:
 
 def build(out: Path, spec: TinySpec = TinySpec(), force: bool = False, log: bool = True) -> Path:
     """Build (or reuse) the tiny model at ``out``; the build is deterministic for a spec."""
-    import torch
-
     key = spec_key(spec)
     stamp = out / "build.json"
     if not force and stamp.exists() and json.loads(stamp.read_text()).get("key") == key:
@@ -171,7 +169,6 @@ def build(out: Path, spec: TinySpec = TinySpec(), force: bool = False, log: bool
             print(f"tiny model at {out} is up to date ({key})")
         return out
     started = time.perf_counter()
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     texts = corpus(spec)
     tokenizer = build_tokenizer(texts, spec)
     model, loss = pretrain(texts, tokenizer, spec, log=log)
