@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # The CPU build; on a GPU machine use e.g. TORCH='torch==2.13.0 --index-url <your CUDA index>'.
 TORCH ?= torch==2.13.0
-EXTRAS ?= train,local,dev
+EXTRAS ?= train,local,client,report,dev
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 

@@ -144,11 +144,35 @@ def resolve(current: Item, incoming: Claim, judge: Judge) -> tuple[Winner, str]:
     return ("second" if verdict == "second" else "first"), f"exact tie; judge said {verdict}"
 
 
+Decide = Callable[[Entry, Claim], tuple[Action, str]]
+"""Chooses the action for a claim at a key that already has an entry, with a reason.
+
+The default is ``rule``; a learned policy plugs in here. Whatever it answers, the memory
+executes it safely: nothing held is ever dropped, and an action that cannot apply (``merge``
+of a value nobody holds, ``add`` at an existing key) keeps the claim as contested.
+"""
+
+
+def rule(entry: Entry, claim: Claim, judge: Judge = keep_current) -> tuple[Action, str]:
+    """Rules 2-5 of the update rule for a claim at an existing entry."""
+    current = entry.current
+    assert current is not None
+    if claim.norm_value == current.norm_value:
+        return "merge", "same value as current"
+    winner, why = resolve(current, claim, judge)
+    if winner == "second":
+        return "supersede", why
+    if claim.norm_value in entry.live:
+        return "merge", f"same value as contested; {why}"
+    return "contested", why
+
+
 class StateMemory:
     """Conflict-aware project state: contradictions are resolved when a claim is written."""
 
-    def __init__(self, judge: Judge = keep_current) -> None:
+    def __init__(self, judge: Judge = keep_current, decide: Decide | None = None) -> None:
         self.judge = judge
+        self.decide = decide
         self._entries: dict[Key, Entry] = {}
         self.transitions: list[Transition] = []
 
@@ -159,43 +183,45 @@ class StateMemory:
             entry = self._entries[key] = Entry(key)
             self._hold(entry, Item(claim, Status.PROPOSED), Status.CONFIRMED)
             return Decision("add", key, claim, None, "no entry at key")
+        if self.decide is None:
+            action, why = rule(entry, claim, self.judge)
+        else:
+            action, why = self.decide(entry, claim)
+        return self._execute(entry, claim, action, why)
 
+    def _execute(self, entry: Entry, claim: Claim, action: Action, why: str) -> Decision:
         current = entry.current
         assert current is not None
-        if claim.norm_value == current.norm_value:
-            current.support(claim)
-            return Decision("merge", key, claim, current.best, "same value as current")
-
-        winner, why = resolve(current, claim, self.judge)
         previous = current.best
         match = entry.live.get(claim.norm_value)
-        if winner == "first":
+        if action == "supersede" and match is not current:
+            current.move(Status.SUPERSEDED)
+            del entry.live[current.norm_value]
             if match is not None:
                 match.support(claim)
-                return Decision("merge", key, claim, previous, f"same value as contested; {why}")
-            self._hold(entry, Item(claim, Status.PROPOSED), Status.CONTESTED)
-            return Decision("contested", key, claim, previous, why)
-
-        current.move(Status.SUPERSEDED)
-        del entry.live[current.norm_value]
+                match.move(Status.CONFIRMED)
+                entry.current = match
+            else:
+                self._hold(entry, Item(claim, Status.PROPOSED), Status.CONFIRMED)
+            self.transitions.append(
+                Transition(
+                    key=entry.key,
+                    old=current.value,
+                    new=claim.value,
+                    commit=claim.evidence.commit,
+                    at=claim.at,
+                    source=claim.evidence.source,
+                    reason=why,
+                )
+            )
+            return Decision("supersede", entry.key, claim, previous, why)
         if match is not None:
             match.support(claim)
-            match.move(Status.CONFIRMED)
-            entry.current = match
-        else:
-            self._hold(entry, Item(claim, Status.PROPOSED), Status.CONFIRMED)
-        self.transitions.append(
-            Transition(
-                key=key,
-                old=current.value,
-                new=claim.value,
-                commit=claim.evidence.commit,
-                at=claim.at,
-                source=claim.evidence.source,
-                reason=why,
-            )
-        )
-        return Decision("supersede", key, claim, previous, why)
+            return Decision("merge", entry.key, claim, previous, why)
+        if action != "contested":
+            why = f"{why}; no held value to {action} with, kept as contested"
+        self._hold(entry, Item(claim, Status.PROPOSED), Status.CONTESTED)
+        return Decision("contested", entry.key, claim, previous, why)
 
     @staticmethod
     def _hold(entry: Entry, item: Item, status: Status) -> None:

@@ -54,6 +54,30 @@ def extract_messages(note: Note, catalog: Catalog) -> Messages:
     return [{"role": "system", "content": EXTRACT_SYSTEM}, {"role": "user", "content": user}]
 
 
+SELECT_TASK = (
+    "Step 1 of 2: list the catalog pairs (entity.slot) whose value this note states, at most 6. "
+    "Answer with JSON only."
+)
+
+
+def fill_task(pair: str) -> str:
+    return f"Step 2 of 2: give the claim this note makes about {pair}. Answer with JSON only."
+
+
+def select_messages(note: Note, catalog: Catalog) -> Messages:
+    """Stage 1 of the two-stage extractor: the extract prompt, asking only for the pairs."""
+    messages = extract_messages(note, catalog)
+    messages[-1] = {"role": "user", "content": f"{messages[-1]['content']}\n\n{SELECT_TASK}"}
+    return messages
+
+
+def fill_messages(note: Note, catalog: Catalog, pair: str) -> Messages:
+    """Stage 2 of the two-stage extractor: the extract prompt, asking for one pair's claim."""
+    messages = extract_messages(note, catalog)
+    messages[-1] = {"role": "user", "content": f"{messages[-1]['content']}\n\n{fill_task(pair)}"}
+    return messages
+
+
 def claim_block(claim: Claim) -> str:
     commit = claim.evidence.commit or "none"
     return (

@@ -6,9 +6,11 @@ JSON schemas that constrain decoding, and parse model output at inference.
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from memory.claims import BranchName, Claim, Env, Identifier, Timestamp
 from memory.compare import Relation, Winner
@@ -17,6 +19,8 @@ from memory.state import Action
 
 EvidenceType = Literal[EVIDENCE_TYPES]  # type: ignore[valid-type]
 MAX_CLAIMS = 8
+MAX_PAIRS = 6
+"""Stage 1 of the two-stage extractor selects at most this many catalog pairs."""
 
 
 class _Strict(BaseModel):
@@ -89,6 +93,57 @@ class UpdateOutput(_Strict):
     action: Action
 
 
+class Selection(_Strict):
+    """Stage 1 of the two-stage extractor: the catalog pairs a note supports.
+
+    ``select_model`` narrows ``pairs`` to the catalog's enum. Duplicates are rejected here
+    because grammar engines (xgrammar included) do not enforce ``uniqueItems``.
+    """
+
+    pairs: list[str] = Field(max_length=MAX_PAIRS)
+
+    @field_validator("pairs")
+    @classmethod
+    def _distinct(cls, pairs: list[str]) -> list[str]:
+        if len(set(pairs)) != len(pairs):
+            raise ValueError("a pair is selected twice")
+        return pairs
+
+
+@lru_cache(maxsize=64)
+def select_model(pairs: tuple[str, ...]) -> type[Selection]:
+    """The stage-1 schema for one catalog: items are an enum of its ``entity.slot`` strings."""
+    pair = Literal[pairs]  # type: ignore[valid-type]
+    field = Field(max_length=MAX_PAIRS, json_schema_extra={"uniqueItems": True})
+    return create_model("Selection", __base__=Selection, pairs=(list[pair], field))
+
+
+BRANCH_IN_TEXT = re.compile(r"(?<![\w/.-])([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9._/-]*[A-Za-z0-9])")
+
+
+def note_branches(note: Note) -> tuple[str, ...]:
+    """The branch names a fill may use: ``main`` and every ``a/b`` token of the note's prose.
+
+    Branches are open-ended, so the enum is built per note; file paths in the prose are harmless
+    extra options, and the touched-files list is left out because it never names a branch.
+    """
+    found = BRANCH_IN_TEXT.findall(f"{note.title}\n{note.text}")
+    return tuple(dict.fromkeys(["main", *found]))
+
+
+@lru_cache(maxsize=1024)
+def fill_model(pair: str, branches: tuple[str, ...]) -> type[ExtractedClaim]:
+    """The stage-2 schema for one selected pair: the pair is fixed, the closed domains are enums."""
+    entity, slot = pair.split(".", 1)
+    return create_model(
+        "Fill",
+        __base__=ExtractedClaim,
+        entity=(Literal[entity], ...),  # type: ignore[valid-type]
+        slot=(Literal[slot], ...),  # type: ignore[valid-type]
+        branch=(Literal[branches], "main"),  # type: ignore[valid-type]
+    )
+
+
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON schema with every property required, as constrained decoding needs.
 
@@ -106,6 +161,7 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 __all__ = [
     "MAX_CLAIMS",
+    "MAX_PAIRS",
     "Catalog",
     "CatalogEntry",
     "CompareOutput",
@@ -113,6 +169,10 @@ __all__ = [
     "ExtractOutput",
     "ExtractedClaim",
     "Note",
+    "Selection",
     "UpdateOutput",
+    "fill_model",
     "json_schema",
+    "note_branches",
+    "select_model",
 ]

@@ -69,7 +69,7 @@ def one(args: argparse.Namespace) -> dict:
     data = load_from_disk(str(Path(args.datasets_dir) / "all" / args.op))["train"]
     data = data.select(range(min(len(data), args.examples))).select_columns(["prompt", "completion"])
 
-    model, _ = load_model(cfg)
+    model, _ = load_model(cfg.model)
     tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
     sft = sft_config(cfg, Path(args.scratch) / args.only)
     sft.eval_strategy, sft.save_strategy = "no", "no"

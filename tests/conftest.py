@@ -18,3 +18,11 @@ def export_dir() -> Path:
             pytest.fail(f"commit export not found at {SHARED_EXPORT}; CI must run the data tests")
         pytest.skip(f"commit export not found at {SHARED_EXPORT}")
     return SHARED_EXPORT
+
+
+@pytest.fixture(scope="session")
+def tiny_model() -> Path:
+    """The tiny base, built once and cached by its inputs under outputs/models/tiny."""
+    from train.tiny import build
+
+    return build(ROOT / "outputs" / "models" / "tiny", log=False)

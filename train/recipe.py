@@ -13,7 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from train.config import TrainConfig
+from train.config import ModelConfig, TrainConfig
 
 ALL = "all"
 
@@ -67,35 +67,36 @@ def load_splits(cfg: TrainConfig):  # -> (train, validation) datasets.Dataset
     )
 
 
-def load_model(cfg: TrainConfig):  # -> (model, tokenizer)
+def load_model(cfg: ModelConfig):  # -> (model, tokenizer)
+    """The base as both training and the local backend load it: safetensors only, no remote code."""
     import torch
     from accelerate import PartialState
     from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
 
-    dtype = getattr(torch, cfg.model.compute_dtype)
+    dtype = getattr(torch, cfg.compute_dtype)
     quantization = (
         BitsAndBytesConfig(
             load_in_4bit=True,
-            bnb_4bit_quant_type=cfg.model.quant_type,
-            bnb_4bit_use_double_quant=cfg.model.double_quant,
+            bnb_4bit_quant_type=cfg.quant_type,
+            bnb_4bit_use_double_quant=cfg.double_quant,
             bnb_4bit_compute_dtype=dtype,
             bnb_4bit_quant_storage=dtype,
         )
-        if cfg.model.load_in_4bit
+        if cfg.load_in_4bit
         else None
     )
     # One full copy per process: DDP through accelerate, each rank on its own GPU.
     device_map = {"": PartialState().local_process_index} if torch.cuda.is_available() else None
     model = AutoModelForCausalLM.from_pretrained(
-        cfg.model.path,
+        cfg.path,
         quantization_config=quantization,
         dtype=dtype,
-        attn_implementation=cfg.model.attn_implementation,
+        attn_implementation=cfg.attn_implementation,
         device_map=device_map,
         use_safetensors=True,
         trust_remote_code=False,
     )
-    tokenizer = AutoTokenizer.from_pretrained(cfg.model.path, trust_remote_code=False)
+    tokenizer = AutoTokenizer.from_pretrained(cfg.path, trust_remote_code=False)
     return model, tokenizer
 
 
@@ -171,7 +172,7 @@ def run(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[str, Any]:
         prepare(cfg)
     set_seed(cfg.seed)
     train_ds, eval_ds, data_fingerprint = load_splits(cfg)
-    model, tokenizer = load_model(cfg)
+    model, tokenizer = load_model(cfg.model)
     trainer = SFTTrainer(
         model=model,
         args=sft_config(cfg, checkpoints),

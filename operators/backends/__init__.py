@@ -1,1 +1,40 @@
-"""Inference backends: a batch of (adapter, messages, json_schema, max_tokens) in, texts out."""
+"""One interface for every way of running an operator: a batch of requests in, texts out.
+
+A backend never parses: it returns the text a model produced, and the operator layer turns
+text into a validated output or a recorded failure. That keeps a malformed answer from ever
+looking like a transport problem, so only transport problems are retried.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+Messages = list[dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Request:
+    adapter: str
+    """Adapter name (``extract``, ``compare``, ``update``); the served LoRA module of that name."""
+    messages: Messages
+    json_schema: dict[str, Any] | None
+    """Constrains decoding when given; ``None`` decodes freely."""
+    max_tokens: int
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    latency_s: float
+    """Wall time of the call that produced it; in a batched call, an even share of the batch's."""
+    completion_tokens: int
+
+
+class BackendError(RuntimeError):
+    """The backend could not answer at all (server unreachable, retries spent, bad adapter)."""
+
+
+class Backend(Protocol):
+    def complete(self, requests: Sequence[Request]) -> list[Completion]: ...

@@ -1,17 +1,27 @@
-"""Local inference with transformers: batched greedy decoding under a JSON-schema grammar.
+"""Local inference with transformers + peft: three adapters on one base, switched per request.
 
-The grammar engine is xgrammar, the one vLLM uses, so a schema constrains the tiny model on
-CPU exactly as it constrains the served model. The prompt is rendered by the tokenizer's chat
-template with the generation prompt, the same string training saw before the completion.
+Schemas are enforced with xgrammar, the grammar engine vLLM uses, so a schema constrains the
+tiny model on CPU as it constrains the served model. The grammar is compiled for compact JSON
+(no free whitespace, ``,`` and ``:`` separators): that is exactly the shape of the training
+completions, and it bounds the length of every constrained answer. The prompt is the
+tokenizer's chat template with the generation prompt, the string training saw before the
+completion.
 """
 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
-Messages = list[dict[str, str]]
+from operators.backends import BackendError, Completion, Messages, Request
+
+IM_END = "<|im_end|>"
+PREFIX = "op_"
+"""peft names adapters as module attributes; ``update`` would shadow ``nn.Module.update``."""
 
 
 class SchemaCompiler:
@@ -22,10 +32,18 @@ class SchemaCompiler:
 
         info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size)
         self._compiler = xgr.GrammarCompiler(info)
-        self._compile = lru_cache(maxsize=256)(self._compiler.compile_json_schema)
+        self._compile = lru_cache(maxsize=512)(self._compile_text)
+
+    def _compile_text(self, schema: str):  # -> xgr.CompiledGrammar
+        return self._compiler.compile_json_schema(schema, any_whitespace=False, separators=(",", ":"))
 
     def __call__(self, schema: dict[str, Any]):  # -> xgr.CompiledGrammar
         return self._compile(json.dumps(schema, sort_keys=True))
+
+
+def prompt_text(tokenizer: Any, messages: Messages) -> str:
+    """The exact string the model is conditioned on; training renders the same string."""
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
 def generate(
@@ -34,23 +52,98 @@ def generate(
     prompts: list[Messages],
     max_tokens: int,
     grammars: list[Any] | None = None,
-) -> list[str]:
-    """Greedy completions for a batch of chats; with ``grammars``, each row is constrained."""
+) -> tuple[list[str], list[int]]:
+    """Greedy completions and their token counts for a batch of chats.
+
+    ``grammars`` holds one compiled grammar or ``None`` per row; rows without one decode freely.
+    """
     import torch
     import xgrammar as xgr
 
-    texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
+    texts = [prompt_text(tokenizer, p) for p in prompts]
     tokenizer.padding_side = "left"
     batch = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
-    processors = [xgr.contrib.hf.LogitsProcessor(grammars)] if grammars else []
+    processors = []
+    if grammars and any(g is not None for g in grammars):
+        if any(g is None for g in grammars):
+            raise ValueError("a batch is either all constrained or all free; split it first")
+        processors.append(xgr.contrib.hf.LogitsProcessor(grammars))
+    eos = tokenizer.convert_tokens_to_ids(IM_END)
     with torch.inference_mode():
         out = model.generate(
             **batch,
             max_new_tokens=max_tokens,
             do_sample=False,
             logits_processor=processors,
-            eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
+            eos_token_id=eos,
             pad_token_id=tokenizer.pad_token_id,
         )
     new = out[:, batch["input_ids"].shape[1] :]
-    return [tokenizer.decode(row, skip_special_tokens=True) for row in new]
+    counts = [int(((row != tokenizer.pad_token_id) & (row != eos)).sum()) for row in new]
+    return [tokenizer.decode(row, skip_special_tokens=True) for row in new], counts
+
+
+class HFBackend:
+    """A base model with named LoRA adapters; each request runs under the adapter it names.
+
+    With no adapters at all every request runs on the bare base, which is how an untrained
+    model is probed. Requests are grouped by adapter, by whether they are constrained and by
+    token budget,
+    then batched in order of prompt length so padding stays small.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, batch_size: int = 8) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.adapters: tuple[str, ...] = tuple(
+            name.removeprefix(PREFIX) for name in getattr(model, "peft_config", {}) or ()
+        )
+        self.compile = SchemaCompiler(tokenizer, model.config.vocab_size)
+
+    @classmethod
+    def load(cls, model_cfg: Any, adapters: Mapping[str, str | Path], batch_size: int = 8) -> HFBackend:
+        """Load the base as training did (4-bit when the model config says so), then the adapters."""
+        from peft import PeftModel
+
+        from train.recipe import load_model
+
+        model, tokenizer = load_model(model_cfg)
+        for name, path in adapters.items():
+            if not (Path(path) / "adapter_model.safetensors").exists():
+                raise BackendError(f"adapter {name!r}: no adapter_model.safetensors in {path}")
+        names = list(adapters)
+        if names:
+            first = names[0]
+            model = PeftModel.from_pretrained(model, str(adapters[first]), adapter_name=PREFIX + first)
+            for name in names[1:]:
+                model.load_adapter(str(adapters[name]), adapter_name=PREFIX + name)
+        model.eval()
+        return cls(model, tokenizer, batch_size)
+
+    def complete(self, requests: Sequence[Request]) -> list[Completion]:
+        out: list[Completion | None] = [None] * len(requests)
+        groups: dict[tuple[str, bool, int], list[int]] = {}
+        for i, r in enumerate(requests):
+            if self.adapters and r.adapter not in self.adapters:
+                raise BackendError(f"no adapter named {r.adapter!r}; loaded: {', '.join(self.adapters)}")
+            groups.setdefault((r.adapter, r.json_schema is not None, r.max_tokens), []).append(i)
+        for (adapter, _, max_tokens), idx in groups.items():
+            if self.adapters:
+                self.model.set_adapter(PREFIX + adapter)
+            idx.sort(key=lambda i: len(prompt_text(self.tokenizer, requests[i].messages)))
+            for start in range(0, len(idx), self.batch_size):
+                chunk = [requests[i] for i in idx[start : start + self.batch_size]]
+                grammars = [self.compile(r.json_schema) if r.json_schema else None for r in chunk]
+                began = time.perf_counter()
+                texts, counts = generate(
+                    self.model,
+                    self.tokenizer,
+                    [r.messages for r in chunk],
+                    max_tokens,
+                    grammars,
+                )
+                share = (time.perf_counter() - began) / len(chunk)
+                for i, text, n in zip(idx[start : start + self.batch_size], texts, counts, strict=True):
+                    out[i] = Completion(text=text, latency_s=share, completion_tokens=n)
+        return [c for c in out if c is not None]

@@ -1,4 +1,4 @@
-"""Fixtures for training tests: the tiny model (built once, cached by its inputs) and small datasets."""
+"""Fixtures for training tests: small datasets."""
 
 from __future__ import annotations
 
@@ -8,15 +8,6 @@ import pytest
 
 from data.config import DataConfig
 from data.pipeline import run as build_data
-from tests.conftest import ROOT
-from train.tiny import build
-
-TINY = ROOT / "outputs" / "models" / "tiny"
-
-
-@pytest.fixture(scope="session")
-def tiny_model() -> Path:
-    return build(TINY, log=False)
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ def trainer(tiny_model: Path, small_datasets: Path, tmp_path_factory: pytest.Tem
     cfg.op.name, cfg.op.max_length = "update", 1024
     cfg.model.name, cfg.model.path, cfg.model.compute_dtype = "tiny", str(tiny_model), "float32"
     train = load_from_disk(str(small_datasets / "all" / "update"))["train"].select(range(6))
-    model, tokenizer = load_model(cfg)
+    model, tokenizer = load_model(cfg.model)
     args = sft_config(cfg, tmp_path_factory.mktemp("ckpt"))
     args.packing = False  # one example per row, so each row can be checked on its own
     args.padding_free = False
@@ -54,12 +54,16 @@ def test_labels_cover_exactly_the_completion(trainer) -> None:
         assert batch["labels"][i][: len(ids)].tolist() == labels
 
 
-def test_prompt_string_equals_the_inference_rendering(trainer) -> None:
+def test_hf_backend_feeds_the_model_what_training_used(trainer) -> None:
+    """Chat-template parity: the string and the token ids the hf backend conditions on."""
+    from operators.backends.hf import prompt_text
+
     t, raw, tokenizer = trainer
     for i in range(len(raw)):
         row = t.train_dataset[i]
         prompt_ids = [
             tok for tok, label in zip(row["input_ids"], row["labels"], strict=True) if label == -100
         ]
-        rendered = tokenizer.apply_chat_template(raw[i]["prompt"], tokenize=False, add_generation_prompt=True)
+        rendered = prompt_text(tokenizer, raw[i]["prompt"])
         assert tokenizer.decode(prompt_ids) == rendered
+        assert tokenizer(rendered, add_special_tokens=False)["input_ids"] == prompt_ids

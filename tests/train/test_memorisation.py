@@ -55,7 +55,7 @@ def exact_match(model, tokenizer, rows: list[dict]) -> tuple[float, int]:
     hits = invalid = 0
     for i in range(0, len(rows), 16):
         chunk = rows[i : i + 16]
-        texts = generate(model, tokenizer, [r["prompt"] for r in chunk], 32, [grammar] * len(chunk))
+        texts, _ = generate(model, tokenizer, [r["prompt"] for r in chunk], 32, [grammar] * len(chunk))
         for row, text in zip(chunk, texts, strict=True):
             try:
                 got = CompareOutput.model_validate_json(text)

@@ -1,0 +1,82 @@
+"""Client of a vLLM OpenAI-compatible server with the three adapters served as LoRA modules.
+
+Each request names its adapter as the model and passes its JSON schema as vLLM's
+``structured_outputs`` extra parameter; decoding is greedy (temperature 0). Requests run
+concurrently under a bound. Only transport failures (connection errors, timeouts, 5xx) are
+retried, with exponential backoff; an answer that is not valid JSON is a model error for the
+operator layer to record, never a reason to ask again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from operators.backends import BackendError, Completion, Request
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+
+@dataclass
+class VLLMBackend:
+    base_url: str
+    """Up to and including ``/v1``, e.g. ``http://127.0.0.1:8000/v1``."""
+    api_key: str
+    concurrency: int = 32
+    timeout_s: float = 120.0
+    retries: int = 4
+    backoff_s: float = 0.5
+
+    def complete(self, requests: Sequence[Request]) -> list[Completion]:
+        return asyncio.run(self._all(requests))
+
+    async def _all(self, requests: Sequence[Request]) -> list[Completion]:
+        from openai import AsyncOpenAI
+
+        # Retries are ours (transport errors only), so the client's own are off.
+        client = AsyncOpenAI(
+            base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s, max_retries=0
+        )
+        gate = asyncio.Semaphore(self.concurrency)
+        async with client:
+            return list(await asyncio.gather(*(self._one(client, gate, r) for r in requests)))
+
+    async def _one(self, client: AsyncOpenAI, gate: asyncio.Semaphore, request: Request) -> Completion:
+        import openai
+
+        extra = {"structured_outputs": {"json": request.json_schema}} if request.json_schema else None
+        for attempt in range(self.retries + 1):
+            async with gate:
+                began = time.perf_counter()
+                try:
+                    response = await client.chat.completions.create(
+                        model=request.adapter,
+                        messages=request.messages,  # type: ignore[arg-type]
+                        max_tokens=request.max_tokens,
+                        temperature=0,
+                        extra_body=extra,
+                    )
+                except (openai.APIConnectionError, openai.InternalServerError) as e:
+                    failure: Exception = e
+                except openai.APIStatusError as e:
+                    raise BackendError(
+                        f"{self.base_url}: the server refused a {request.adapter} request "
+                        f"(HTTP {e.status_code}): {e.message}"
+                    ) from e
+                else:
+                    usage = response.usage
+                    return Completion(
+                        text=response.choices[0].message.content or "",
+                        latency_s=time.perf_counter() - began,
+                        completion_tokens=usage.completion_tokens if usage else 0,
+                    )
+            if attempt < self.retries:
+                await asyncio.sleep(self.backoff_s * 2**attempt)
+        raise BackendError(
+            f"{self.base_url}: no answer to a {request.adapter} request after {self.retries + 1} attempts "
+            f"({type(failure).__name__}: {failure}); is the server up?"
+        )

@@ -1,0 +1,181 @@
+"""Learned operators: prompts from ``operators.prompts``, decoding under ``operators.schemas``.
+
+Every answer is parsed through the same pydantic model whose JSON schema constrained it. An
+answer that does not parse or validate becomes an ``Outcome`` with ``error`` set and the raw
+text kept; it never raises out of a batch. Only the backend raises, and only when it cannot
+answer at all.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from memory.claims import Claim
+from memory.state import Entry
+from operators.backends import Backend, Messages, Request
+from operators.prompts import (
+    compare_messages,
+    extract_messages,
+    fill_messages,
+    select_messages,
+    update_messages,
+)
+from operators.schemas import (
+    Catalog,
+    CompareOutput,
+    ExtractedClaim,
+    ExtractOutput,
+    Note,
+    Selection,
+    UpdateOutput,
+    fill_model,
+    json_schema,
+    note_branches,
+    select_model,
+)
+
+ExtractMode = Literal["direct", "two-stage"]
+Sourced = tuple[Note, Catalog]
+"""A note with the catalog it is read against."""
+EXTRACT_MODES: tuple[ExtractMode, ...] = ("direct", "two-stage")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Token budgets per call. Constrained answers are bounded by their schema; these cap the rest."""
+
+    extract: int = 512
+    select: int = 96
+    fill: int = 256
+    compare: int = 24
+    update: int = 16
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One model call: what was asked, what came back, and what it parsed to (or why not)."""
+
+    step: str
+    messages: Messages
+    raw: str
+    output: BaseModel | None
+    error: str | None
+    latency_s: float
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """The claims one note yields, with every call that produced them."""
+
+    claims: list[ExtractedClaim]
+    calls: list[Outcome]
+
+    @property
+    def error(self) -> str | None:
+        errors = [f"{c.step}: {c.error}" for c in self.calls if c.error]
+        return "; ".join(errors) or None
+
+
+def parse(model: type[BaseModel], text: str) -> tuple[BaseModel | None, str | None]:
+    try:
+        return model.model_validate_json(text), None
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(root)"
+        kind = "invalid JSON" if first["type"] == "json_invalid" else "schema violation"
+        return None, f"{kind} at {where}: {first['msg']}"
+
+
+def parse_selection(model: type[BaseModel], text: str) -> tuple[BaseModel | None, str | None]:
+    """Stage 1 parsing. A repeated pair is dropped before validation: grammar engines do not
+    enforce ``uniqueItems``, and a repeat carries no information a second fill could use."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        return None, f"invalid JSON at (root): {e.msg}"
+    if isinstance(data, dict) and isinstance(data.get("pairs"), list):
+        pairs = data["pairs"]
+        data["pairs"] = [p for i, p in enumerate(pairs) if not isinstance(p, str) or p not in pairs[:i]]
+    return parse(model, json.dumps(data))
+
+
+@dataclass
+class LearnedOperators:
+    """The three operators on a backend. ``calls`` counts model calls per step."""
+
+    backend: Backend
+    budget: Budget = field(default_factory=Budget)
+    constrained: bool = True
+    calls: Counter[str] = field(default_factory=Counter)
+
+    def _schema(self, model: type[BaseModel]) -> dict[str, Any] | None:
+        return json_schema(model) if self.constrained else None
+
+    def _run(self, step: str, adapter: str, model: type[BaseModel], batch: list[Messages]) -> list[Outcome]:
+        schema, max_tokens = self._schema(model), getattr(self.budget, step)
+        return self._ask(step, [(adapter, m, model, schema, max_tokens) for m in batch])
+
+    def _ask(self, step: str, asks: list[tuple[str, Messages, type[BaseModel], Any, int]]) -> list[Outcome]:
+        if not asks:
+            return []
+        requests = [Request(a, m, schema, n) for a, m, _, schema, n in asks]
+        completions = self.backend.complete(requests)
+        self.calls[step] += len(asks)
+        reader = parse_selection if step == "select" else parse
+        out = []
+        for (_, messages, model, _, _), c in zip(asks, completions, strict=True):
+            output, error = reader(model, c.text)
+            out.append(Outcome(step, messages, c.text, output, error, c.latency_s, c.completion_tokens))
+        return out
+
+    def compare(self, pairs: Sequence[tuple[Claim, Claim]]) -> list[Outcome]:
+        return self._run("compare", "compare", CompareOutput, [compare_messages(a, b) for a, b in pairs])
+
+    def update(self, items: Sequence[tuple[Entry | None, Claim]]) -> list[Outcome]:
+        return self._run("update", "update", UpdateOutput, [update_messages(e, c) for e, c in items])
+
+    def extract(self, notes: Sequence[Sourced], mode: ExtractMode = "direct") -> list[Extraction]:
+        if mode == "direct":
+            prompts = [extract_messages(n, c) for n, c in notes]
+            outcomes = self._run("extract", "extract", ExtractOutput, prompts)
+            return [Extraction(list(o.output.claims) if o.output else [], [o]) for o in outcomes]
+        return self._two_stage(notes)
+
+    def select(self, notes: Sequence[Sourced]) -> list[Outcome]:
+        """Stage 1: the supported pairs, from an enum of the catalog's ``entity.slot`` strings."""
+        asks = []
+        for note, catalog in notes:
+            model = select_model(tuple(catalog.pairs()))
+            prompt = select_messages(note, catalog)
+            asks.append(("extract", prompt, model, self._schema(model), self.budget.select))
+        return self._ask("select", asks)
+
+    def fill(self, items: Sequence[tuple[Note, Catalog, str]]) -> list[Outcome]:
+        """Stage 2: one claim per selected pair; the pair is fixed, branch/env/evidence are enums."""
+        asks = []
+        for note, catalog, pair in items:
+            model = fill_model(pair, note_branches(note))
+            prompt = fill_messages(note, catalog, pair)
+            asks.append(("extract", prompt, model, self._schema(model), self.budget.fill))
+        return self._ask("fill", asks)
+
+    def _two_stage(self, notes: Sequence[Sourced]) -> list[Extraction]:
+        selects = self.select(notes)
+        items, owners = [], []
+        for i, ((note, catalog), sel) in enumerate(zip(notes, selects, strict=True)):
+            for pair in sel.output.pairs if isinstance(sel.output, Selection) else []:
+                items.append((note, catalog, pair))
+                owners.append(i)
+        out = [Extraction([], [sel]) for sel in selects]
+        for i, fill in zip(owners, self.fill(items), strict=True):
+            out[i].calls.append(fill)
+            if fill.output is not None:
+                out[i].claims.append(ExtractedClaim.model_validate(fill.output.model_dump()))
+        return out

@@ -1,0 +1,77 @@
+"""The symbolic operators: the engine's rules, and gold annotations as the extraction oracle.
+
+They are the reference every learned figure is read against. ``SymbolicBackend`` puts the
+same answers behind the text interface of a backend, so the learned pipeline (prompts,
+parsing, scoring) can be run end to end with known-perfect answers: any loss there is a
+plumbing bug, not a model error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterable, Sequence
+
+from memory.claims import Claim
+from memory.compare import compare
+from memory.state import Entry, StateMemory, rule
+from operators.backends import BackendError, Completion, Messages, Request
+from operators.prompts import fill_messages, select_messages
+from operators.schemas import Catalog, CompareOutput, ExtractOutput, Note, Selection, UpdateOutput
+
+
+def symbolic_compare(first: Claim, second: Claim) -> CompareOutput:
+    relation, winner = compare(first, second)
+    return CompareOutput(relation=relation, winner=winner)
+
+
+def symbolic_update(entry: Entry | None, claim: Claim) -> UpdateOutput:
+    if entry is None or entry.current is None:
+        return UpdateOutput(action="add")
+    return UpdateOutput(action=rule(entry, claim)[0])
+
+
+def update_after(history: Iterable[Claim], claim: Claim) -> UpdateOutput:
+    """The rule's action for ``claim`` after ``history`` was written at its key."""
+    mem = StateMemory()
+    for earlier in history:
+        mem.apply(earlier)
+    return symbolic_update(mem.entry(claim.key), claim)
+
+
+def prompt_key(messages: Messages) -> str:
+    """A stable hash of a chat, used to key records and oracle answers."""
+    return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class SymbolicBackend:
+    """An oracle behind the backend interface: it knows the gold answer of registered prompts.
+
+    Not a model: it answers only prompts it was given answers for, and raises on any other,
+    so a test that uses it cannot silently score a prompt it never saw.
+    """
+
+    def __init__(self) -> None:
+        self._answers: dict[str, str] = {}
+
+    def remember(self, messages: Messages, answer: str) -> None:
+        self._answers[prompt_key(messages)] = answer
+
+    def remember_extraction(self, note: Note, catalog: Catalog, gold: ExtractOutput) -> None:
+        """Register the two-stage prompts of a note: the gold pairs, then each gold claim."""
+        pairs = list(dict.fromkeys(f"{c.entity}.{c.slot}" for c in gold.claims))
+        self.remember(select_messages(note, catalog), Selection(pairs=pairs).model_dump_json())
+        for claim in gold.claims:
+            pair = f"{claim.entity}.{claim.slot}"
+            self.remember(fill_messages(note, catalog, pair), claim.model_dump_json())
+
+    def complete(self, requests: Sequence[Request]) -> list[Completion]:
+        out = []
+        for r in requests:
+            began = time.perf_counter()
+            text = self._answers.get(prompt_key(r.messages))
+            if text is None:
+                raise BackendError(f"symbolic backend: no answer registered for this {r.adapter} prompt")
+            out.append(Completion(text, time.perf_counter() - began, 0))
+        return out

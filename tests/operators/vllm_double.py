@@ -1,0 +1,158 @@
+"""VLLMTestDouble: a test double of vLLM's OpenAI-compatible server, not vLLM.
+
+vLLM cannot run on this machine, so the client is tested against this stand-in. It speaks the
+documented shapes only: ``GET /v1/models`` (``{"object": "list", "data": [{"id", "object":
+"model", ...}]}``, LoRA modules listed by name) and ``POST /v1/chat/completions`` (an OpenAI
+chat completion with ``choices[0].message.content`` and ``usage``). It checks the bearer key,
+rejects unknown model names with 404 as vLLM does, records every payload, and answers from a
+script of ``(status, content)`` replies. It also measures how many requests were in flight
+at once.
+
+Run as a program (``python vllm_double.py serve <base> --port N --lora-modules a=p ...``) it
+stands in for the ``vllm`` executable in launcher tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class VLLMTestDouble:
+    def __init__(self, models: list[str], api_key: str, delay_s: float = 0.0, port: int = 0) -> None:
+        self.models = models
+        self.api_key = api_key
+        self.delay_s = delay_s
+        self.payloads: list[dict[str, Any]] = []
+        self.replies: deque[tuple[int, str]] = deque()
+        self.default = (200, '{"ok":true}')
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> VLLMTestDouble:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def _reply(self) -> tuple[int, str]:
+        with self._lock:
+            return self.replies.popleft() if self.replies else self.default
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        double = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _authorised(self) -> bool:
+                if self.headers.get("Authorization") == f"Bearer {double.api_key}":
+                    return True
+                self._send(401, {"error": "Unauthorized"})
+                return False
+
+            def do_GET(self) -> None:
+                if not self._authorised():
+                    return
+                if self.path != "/v1/models":
+                    self._send(404, {"detail": "Not Found"})
+                    return
+                data = [
+                    {"id": m, "object": "model", "created": 0, "owned_by": "vllm", "root": m, "parent": None}
+                    for m in double.models
+                ]
+                self._send(200, {"object": "list", "data": data})
+
+            def do_POST(self) -> None:
+                if not self._authorised():
+                    return
+                payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with double._lock:
+                    double.payloads.append(payload)
+                    double.in_flight += 1
+                    double.max_in_flight = max(double.max_in_flight, double.in_flight)
+                try:
+                    time.sleep(double.delay_s)
+                    if payload.get("model") not in double.models:
+                        message = f"The model `{payload.get('model')}` does not exist."
+                        self._send(404, {"object": "error", "message": message, "type": "NotFoundError"})
+                        return
+                    status, content = double._reply()
+                    if status != 200:
+                        self._send(
+                            status, {"object": "error", "message": content, "type": "InternalServerError"}
+                        )
+                        return
+                    self._send(200, completion(payload["model"], content))
+                finally:
+                    with double._lock:
+                        double.in_flight -= 1
+
+        return Handler
+
+
+def completion(model: str, content: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-double",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content, "tool_calls": []},
+                "logprobs": None,
+                "finish_reason": "stop",
+                "stop_reason": None,
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+def main(argv: list[str]) -> None:
+    """Stand in for ``vllm serve``: serve the named LoRA modules on the given port until killed."""
+    args = argv[1:]
+    port = int(args[args.index("--port") + 1])
+    start = args.index("--lora-modules") + 1
+    modules = []
+    for arg in args[start:]:
+        if arg.startswith("--"):
+            break
+        modules.append(arg.split("=", 1)[0])
+    if os.environ.get("DOUBLE_CRASH"):
+        print("simulated startup failure: CUDA out of memory", flush=True)
+        sys.exit(3)
+    time.sleep(float(os.environ.get("DOUBLE_STARTUP_S", "0")))
+    double = VLLMTestDouble([args[1], *modules], os.environ["VLLM_API_KEY"], port=port)
+    print(f"serving {modules} on {double.base_url}", flush=True)
+    double.server.serve_forever()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
