@@ -28,8 +28,8 @@ OPS = ("extract", "compare", "update")
 
 @dataclass
 class ServeConfig:
-    base: str = "Qwen/Qwen2.5-14B-Instruct"
-    """The bf16 base; adapters are served unmerged on it."""
+    base: str = ""
+    """The bf16 base the adapters are served on, unmerged; empty means the model config's path."""
     port: int = 8000
     max_loras: int = 3
     max_lora_rank: int = 16

@@ -62,6 +62,15 @@ class Item:
             self.best = claim
         return True
 
+    def as_claim(self) -> Claim:
+        """The item as one claim, as the update rule weighs it: best evidence, latest sighting.
+
+        A pairwise comparison against this claim orders exactly as rules 3-5 order the item.
+        """
+        if self.best.at == self.at:
+            return self.best
+        return Claim.model_validate({**self.best.model_dump(), "at": self.at})
+
     def move(self, target: Status) -> None:
         self.status = advance(self.status, target)
 

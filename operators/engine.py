@@ -61,7 +61,7 @@ class LearnedDecide:
         if action not in ("supersede", "contested"):
             return action, f"learned update: {action}"
         assert entry.current is not None
-        versus = self.ops.compare([(entry.current.best, claim)])[0]
+        versus = self.ops.compare([(entry.current.as_claim(), claim)])[0]
         if not isinstance(versus.output, CompareOutput):
             self.failures["compare"] += 1
             return "contested", f"learned update: {action}; learned compare unparsable ({versus.error})"
@@ -110,7 +110,9 @@ def replay(
         assert ops is not None
         extractions = ops.extract([(s.note(), episode.catalog) for s in sessions], extract_mode)
         for e in extractions:
-            failures["extract"] += sum(1 for c in e.calls if c.error)
+            for call in e.calls:
+                if call.error:
+                    failures[call.step] += 1
         claims = [[c.to_claim(s) for c in e.claims] for s, e in zip(sessions, extractions, strict=True)]
     decisions = [mem.apply(c) for batch in claims for c in batch]
     calls = Counter(ops.calls) - before if ops else Counter()

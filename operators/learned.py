@@ -27,6 +27,8 @@ from operators.prompts import (
     update_messages,
 )
 from operators.schemas import (
+    MAX_PAIRS,
+    MAX_VALUE_CHARS,
     Catalog,
     CompareOutput,
     ExtractedClaim,
@@ -48,13 +50,31 @@ EXTRACT_MODES: tuple[ExtractMode, ...] = ("direct", "two-stage")
 
 @dataclass(frozen=True)
 class Budget:
-    """Token budgets per call. Constrained answers are bounded by their schema; these cap the rest."""
+    """Token budgets of the calls whose schema leaves the length open (free strings)."""
 
     extract: int = 512
-    select: int = 96
-    fill: int = 256
     compare: int = 24
     update: int = 16
+
+
+def _round_up(n: int, step: int = 64) -> int:
+    return -(-n // step) * step
+
+
+def select_budget(pairs: Sequence[str]) -> int:
+    """Room for the longest stage-1 answer the schema allows: six of the longest pair.
+
+    Counted in characters, an upper bound on tokens for a BPE vocabulary over ASCII text; it
+    is rounded up so that notes of one catalog batch together.
+    """
+    return _round_up(len('{"pairs":[]}') + MAX_PAIRS * (max(map(len, pairs)) + 3))
+
+
+def fill_budget(pair: str, branches: Sequence[str]) -> int:
+    """Room for the longest stage-2 answer: fixed keys, the pair, a full-length value, enums."""
+    keys = len('{"entity":"","slot":"","value":"","branch":"","env":"","evidence_type":""}')
+    longest_enums = max(map(len, branches)) + len("production") + len("runtime-observation")
+    return _round_up(keys + len(pair) + 2 * MAX_VALUE_CHARS + longest_enums)
 
 
 @dataclass(frozen=True)
@@ -154,16 +174,17 @@ class LearnedOperators:
         for note, catalog in notes:
             model = select_model(tuple(catalog.pairs()))
             prompt = select_messages(note, catalog)
-            asks.append(("extract", prompt, model, self._schema(model), self.budget.select))
+            asks.append(("extract", prompt, model, self._schema(model), select_budget(catalog.pairs())))
         return self._ask("select", asks)
 
     def fill(self, items: Sequence[tuple[Note, Catalog, str]]) -> list[Outcome]:
         """Stage 2: one claim per selected pair; the pair is fixed, branch/env/evidence are enums."""
         asks = []
         for note, catalog, pair in items:
-            model = fill_model(pair, note_branches(note))
+            branches = note_branches(note)
+            model = fill_model(pair, branches)
             prompt = fill_messages(note, catalog, pair)
-            asks.append(("extract", prompt, model, self._schema(model), self.budget.fill))
+            asks.append(("extract", prompt, model, self._schema(model), fill_budget(pair, branches)))
         return self._ask("fill", asks)
 
     def _two_stage(self, notes: Sequence[Sourced]) -> list[Extraction]:

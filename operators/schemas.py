@@ -19,6 +19,7 @@ from memory.state import Action
 
 EvidenceType = Literal[EVIDENCE_TYPES]  # type: ignore[valid-type]
 MAX_CLAIMS = 8
+MAX_VALUE_CHARS = 160
 MAX_PAIRS = 6
 """Stage 1 of the two-stage extractor selects at most this many catalog pairs."""
 
@@ -63,7 +64,7 @@ class ExtractedClaim(_Strict):
 
     entity: Identifier
     slot: Identifier
-    value: str = Field(min_length=1, max_length=160)
+    value: str = Field(min_length=1, max_length=MAX_VALUE_CHARS)
     branch: BranchName = "main"
     env: Env = "production"
     evidence_type: EvidenceType
@@ -162,6 +163,7 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
 __all__ = [
     "MAX_CLAIMS",
     "MAX_PAIRS",
+    "MAX_VALUE_CHARS",
     "Catalog",
     "CatalogEntry",
     "CompareOutput",

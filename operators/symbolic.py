@@ -13,11 +13,18 @@ import json
 import time
 from collections.abc import Iterable, Sequence
 
+from data.sessions import Episode
 from memory.claims import Claim
 from memory.compare import compare
 from memory.state import Entry, StateMemory, rule
 from operators.backends import BackendError, Completion, Messages, Request
-from operators.prompts import fill_messages, select_messages
+from operators.prompts import (
+    compare_messages,
+    extract_messages,
+    fill_messages,
+    select_messages,
+    update_messages,
+)
 from operators.schemas import Catalog, CompareOutput, ExtractOutput, Note, Selection, UpdateOutput
 
 
@@ -55,6 +62,9 @@ class SymbolicBackend:
     def __init__(self) -> None:
         self._answers: dict[str, str] = {}
 
+    def merge(self, other: SymbolicBackend) -> None:
+        self._answers.update(other._answers)
+
     def remember(self, messages: Messages, answer: str) -> None:
         self._answers[prompt_key(messages)] = answer
 
@@ -65,6 +75,30 @@ class SymbolicBackend:
         for claim in gold.claims:
             pair = f"{claim.entity}.{claim.slot}"
             self.remember(fill_messages(note, catalog, pair), claim.model_dump_json())
+
+    @classmethod
+    def for_episode(cls, episode: Episode) -> SymbolicBackend:
+        """Answers for every prompt a replay of ``episode`` asks when each answer is the rule's.
+
+        Extraction answers are the gold claims (direct and two-stage); update and compare
+        answers are registered along the gold replay, at the entry each claim meets.
+        """
+        backend = cls()
+        mem = StateMemory()
+        for session in episode.sessions:
+            gold = ExtractOutput(claims=list(session.claims))
+            backend.remember(extract_messages(session.note(), episode.catalog), gold.model_dump_json())
+            backend.remember_extraction(session.note(), episode.catalog, gold)
+            for claim in session.memory_claims():
+                entry = mem.entry(claim.key)
+                backend.remember(
+                    update_messages(entry, claim), symbolic_update(entry, claim).model_dump_json()
+                )
+                if entry is not None and entry.current is not None:
+                    answer = symbolic_compare(entry.current.as_claim(), claim).model_dump_json()
+                    backend.remember(compare_messages(entry.current.as_claim(), claim), answer)
+                mem.apply(claim)
+        return backend
 
     def complete(self, requests: Sequence[Request]) -> list[Completion]:
         out = []

@@ -26,3 +26,62 @@ def tiny_model() -> Path:
     from train.tiny import build
 
     return build(ROOT / "outputs" / "models" / "tiny", log=False)
+
+
+@pytest.fixture(scope="session")
+def small_datasets(tmp_path_factory: pytest.TempPathFactory, export_dir: Path) -> Path:
+    """A small build (4 scenarios per family) with the patch-guardrails fold and ``all``."""
+    from data.config import DataConfig
+    from data.pipeline import run as build_data
+
+    out = tmp_path_factory.mktemp("datasets")
+    cfg = DataConfig(
+        scenarios_per_family=4,
+        noisy_per_family=0,
+        out_dir=str(out),
+        export_dir=str(export_dir),
+        folds=["patch-guardrails", "all"],
+        progress=False,
+    )
+    build_data(cfg)
+    return out
+
+
+QUICK_TRAIN = [
+    "model=tiny",
+    "max_steps=3",
+    "op.max_length=1024",
+    "op.per_device_batch=1",
+    "op.grad_accum=1",
+    "model.gradient_checkpointing=false",
+    "max_eval_samples=8",
+    "eval_steps=1000",
+    "save_steps=1000",
+    "prepare=false",
+]
+"""A few optimizer steps per adapter: real adapters from the real recipe, in seconds."""
+
+
+@pytest.fixture(scope="session")
+def trained_adapters(
+    tiny_model: Path, small_datasets: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The three adapters of the patch-guardrails fold, trained through train.py's recipe."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from train.recipe import run
+
+    root = tmp_path_factory.mktemp("adapters")
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        for op in ("extract", "compare", "update"):
+            overrides = [
+                f"op={op}",
+                "holdout=patch-guardrails",
+                f"model.path={tiny_model}",
+                f"datasets_dir={small_datasets}",
+                f"adapters_dir={root}",
+                *QUICK_TRAIN,
+            ]
+            run(OmegaConf.to_object(compose("train", overrides=overrides)), overrides)
+    return root / "tiny" / "patch-guardrails"

@@ -54,6 +54,8 @@ class TrainConfig:
     seed: int = 0
     max_steps: int = -1
     warmup_ratio: float = 0.05
+    max_eval_samples: int | None = None
+    """Evaluate on a seeded sample of this many validation examples (all when unset)."""
     eval_steps: int = 50
     save_steps: int = 50
     logging_steps: int = 5

@@ -60,10 +60,13 @@ def load_splits(cfg: TrainConfig):  # -> (train, validation) datasets.Dataset
         raise FileNotFoundError(f"no dataset at {path}; build it with: python scripts/build_data.py")
     dd = load_from_disk(str(path))
     keep = ["prompt", "completion"]
+    validation = dd["validation"]
+    if cfg.max_eval_samples is not None and cfg.max_eval_samples < len(validation):
+        validation = validation.shuffle(seed=cfg.seed).select(range(cfg.max_eval_samples))
     return (
         dd["train"].select_columns(keep),
-        dd["validation"].select_columns(keep),
-        dd["train"]._fingerprint + "/" + dd["validation"]._fingerprint,
+        validation.select_columns(keep),
+        dd["train"]._fingerprint + "/" + validation._fingerprint,
     )
 
 

@@ -1,0 +1,40 @@
+"""Typed configs of the evaluation entry points; Hydra rejects unknown keys against them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hydra.core.config_store import ConfigStore
+
+from data.replay import TRAJECTORIES
+from eval.backend import BackendConfig
+from operators.engine import MODES
+from operators.learned import EXTRACT_MODES
+from train.config import ModelConfig
+
+
+@dataclass
+class ReplayConfig:
+    trajectory: str = "patch-guardrails"
+    operators: str = "symbolic"
+    """symbolic | learned | hybrid."""
+    extract: str = "direct"
+    """direct | two-stage."""
+    backend: BackendConfig = field(default_factory=BackendConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    adapters: str | None = None
+    """A directory holding extract/, compare/ and update/; default: the trajectory's LOO fold."""
+    adapters_dir: str = "outputs/adapters"
+    export_dir: str = "../shared/data/codex-trajectories"
+    budget: int = 1700
+
+    def __post_init__(self) -> None:
+        if self.trajectory not in TRAJECTORIES:
+            raise ValueError(f"trajectory={self.trajectory!r}; expected one of {', '.join(TRAJECTORIES)}")
+        if self.operators not in MODES:
+            raise ValueError(f"operators={self.operators!r}; expected one of {', '.join(MODES)}")
+        if self.extract not in EXTRACT_MODES:
+            raise ValueError(f"extract={self.extract!r}; expected one of {', '.join(EXTRACT_MODES)}")
+
+
+ConfigStore.instance().store(name="replay_schema", node=ReplayConfig)

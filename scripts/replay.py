@@ -1,0 +1,54 @@
+"""Replay a trajectory through the engine with injected operators and print the memory.
+
+python scripts/replay.py trajectory=patch-guardrails operators=learned backend=hf model=tiny adapters=<dir>
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from data.problems import DataError
+from data.replay import load_trajectory
+from eval.backend import open_backend
+from eval.config import ReplayConfig
+from operators.backends import BackendError
+from operators.engine import replay
+from operators.learned import LearnedOperators
+
+
+@hydra.main(version_base="1.3", config_path="../configs", config_name="replay")
+def main(raw: DictConfig) -> None:
+    cfg: ReplayConfig = OmegaConf.to_object(raw)
+    try:
+        episode = load_trajectory(cfg.trajectory, Path(cfg.export_dir))
+        if cfg.operators == "symbolic":
+            result = replay(episode)
+        else:
+            adapters = cfg.adapters or Path(cfg.adapters_dir) / cfg.model.name / cfg.trajectory
+            log = Path("outputs") / "logs" / f"serve-{cfg.trajectory}.log"
+            with open_backend(cfg.backend, cfg.model, adapters, [episode], log) as backend:
+                result = replay(episode, cfg.operators, LearnedOperators(backend), cfg.extract)
+    except (DataError, BackendError) as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(1)
+    print(result.memory.render(cfg.budget))
+    print()
+    claims = sum(len(s.claims) for s in episode.sessions)
+    print(
+        f"{cfg.trajectory}: {len(episode.sessions)} notes, {len(result.decisions)} claims written "
+        f"({claims} in gold), {len(result.memory)} keys"
+    )
+    calls = ", ".join(f"{k} {v}" for k, v in sorted(result.calls.items())) or "none"
+    print(
+        f"operator calls ({cfg.operators}, {cfg.extract} extraction): {calls}; total {result.calls.total()}"
+    )
+    if result.failures:
+        print("unparsable answers: " + ", ".join(f"{k} {v}" for k, v in sorted(result.failures.items())))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""The engine with injected operators: learned/hybrid plumbing against the rules' own answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from data.replay import load_trajectory
+from memory.state import StateMemory
+from operators.backends import BackendError, Completion, Request
+from operators.engine import LearnedDecide, replay
+from operators.learned import LearnedOperators
+from operators.symbolic import SymbolicBackend
+
+
+@pytest.fixture(scope="module")
+def episode(export_dir: Path):
+    return load_trajectory("permissions-flow", export_dir)
+
+
+def state(mem: StateMemory) -> dict:
+    """The memory's content; transition reasons name who decided, so they are left out."""
+    data = mem.to_dict()
+    for t in data["transitions"]:
+        del t["reason"]
+    return data
+
+
+@pytest.mark.parametrize("extract_mode", ["direct", "two-stage"])
+@pytest.mark.parametrize("mode", ["learned", "hybrid"])
+def test_oracle_answers_reproduce_the_symbolic_memory(episode, mode: str, extract_mode: str) -> None:
+    """With every answer equal to the rule's, the learned engine must end where the rules end."""
+    ops = LearnedOperators(SymbolicBackend.for_episode(episode))
+    got = replay(episode, mode, ops, extract_mode)
+    want = replay(episode, "symbolic")
+    assert state(got.memory) == state(want.memory)
+    assert [d.action for d in got.decisions] == [d.action for d in want.decisions]
+    assert not got.failures
+    n_notes, n_claims = len(episode.sessions), sum(len(s.claims) for s in episode.sessions)
+    if extract_mode == "direct":
+        assert got.calls["extract"] == n_notes
+    else:
+        assert got.calls["select"] == n_notes and got.calls["fill"] == n_claims
+    if mode == "learned":
+        assert got.calls["update"] == n_claims - len(want.memory)  # every write at an existing key
+        assert got.calls["compare"] == sum(d.action in ("supersede", "contested") for d in want.decisions)
+    else:
+        assert got.calls["update"] == 0  # hybrid: rules decide; compare only judges exact ties
+
+
+class Garbage:
+    """A backend whose every answer is malformed JSON: the engine must keep going and drop nothing."""
+
+    def complete(self, requests: list[Request]) -> list[Completion]:
+        return [Completion('{"action": "sup', 0.0, 3) for _ in requests]
+
+
+def test_unparsable_answers_are_counted_and_drop_nothing(episode) -> None:
+    ops = LearnedOperators(Garbage())
+    got = replay(episode, "learned", ops)
+    assert got.failures["extract"] == len(episode.sessions)
+    assert len(got.memory) == 0 and not got.decisions
+    # With gold claims fed in, unparsable update answers keep every claim (as contested).
+    mem = StateMemory(decide=LearnedDecide(ops, got.failures))
+    claims = [c for s in episode.sessions for c in s.memory_claims()]
+    decisions = [mem.apply(c) for c in claims]
+    held = sum(len(e.items) for e in mem.entries())
+    assert held == len({(c.key, c.norm_value) for c in claims})
+    assert got.failures["update"] == sum(d.action != "add" for d in decisions)
+    assert {d.action for d in decisions} <= {"add", "merge", "contested"}  # never a supersede
+
+
+def test_symbolic_backend_refuses_unknown_prompts(episode) -> None:
+    backend = SymbolicBackend.for_episode(episode)
+    with pytest.raises(BackendError, match="no answer registered"):
+        backend.complete([Request("compare", [{"role": "user", "content": "?"}], None, 8)])
