@@ -7,12 +7,13 @@ leakage: the sessions and commits it was built from.
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import timedelta
 from typing import Any
 
 from data.sessions import Episode
-from memory import ENVS, Claim, Evidence, StateMemory, compare
+from memory import ENVS, Claim, Evidence, Key, StateMemory, compare
 from memory.evidence import EVIDENCE_TYPES, evidence_score
 from operators.prompts import compare_messages, completion, extract_messages, update_messages
 from operators.schemas import CompareOutput, ExtractOutput, UpdateOutput
@@ -29,8 +30,17 @@ COMPARE_LABELS: tuple[str, ...] = (
 
 
 def _example(
-    op: str, episode: Episode, n: int, label: str, prompt: list, answer: list, sessions: list[str]
+    op: str,
+    episode: Episode,
+    n: int,
+    label: str,
+    prompt: list,
+    answer: list,
+    sessions: list[str],
+    inputs: dict[str, Any],
 ) -> Example:
+    """``inputs`` is the structured input behind the prompt (JSON text), so the symbolic
+    operators can be run on held-out examples instead of having their labels copied."""
     commits = sorted({s.commit for s in episode.sessions if s.id in set(sessions) and s.commit})
     return {
         "id": f"{op}/{episode.id}/{n:04d}",
@@ -43,6 +53,7 @@ def _example(
         "completion": answer,
         "sessions": sorted(set(sessions)),
         "commits": commits,
+        "inputs": json.dumps(inputs, sort_keys=True, ensure_ascii=False),
     }
 
 
@@ -52,20 +63,28 @@ def extract_examples(episode: Episode) -> list[Example]:
         gold = ExtractOutput(claims=list(session.claims))
         label = f"{len(session.claims)} claims"
         prompt = extract_messages(session.note(), episode.catalog)
-        out.append(_example("extract", episode, n, label, prompt, completion(gold), [session.id]))
+        inputs = {"session": session.id}
+        out.append(_example("extract", episode, n, label, prompt, completion(gold), [session.id], inputs))
     return out
 
 
 def update_examples(episode: Episode) -> list[Example]:
     """One example per engine decision, prompted with the entry as it was just before it."""
     mem = StateMemory()
+    history: dict[Key, list[dict]] = {}
     out = []
     for session in episode.sessions:
         for claim in session.memory_claims():
             prompt = update_messages(mem.entry(claim.key), claim)
             decision = mem.apply(claim)
             answer = completion(UpdateOutput(action=decision.action))
-            out.append(_example("update", episode, len(out), decision.action, prompt, answer, [session.id]))
+            dumped = claim.model_dump(mode="json")
+            inputs = {"history": list(history.get(claim.key, [])), "claim": dumped}
+            history.setdefault(claim.key, []).append(dumped)
+            example = _example(
+                "update", episode, len(out), decision.action, prompt, answer, [session.id], inputs
+            )
+            out.append(example)
     return out
 
 
@@ -161,5 +180,7 @@ def compare_examples(episode: Episode, rng: random.Random, per_label: int) -> li
         answer = completion(CompareOutput(relation=relation, winner=winner))
         sources = [s for s in (first.evidence.source, second.evidence.source) if s]
         sessions = [s.split("~")[0] for s in sources]
-        out.append(_example("compare", episode, len(out), f"{relation}/{winner}", prompt, answer, sessions))
+        inputs = {"first": first.model_dump(mode="json"), "second": second.model_dump(mode="json")}
+        label = f"{relation}/{winner}"
+        out.append(_example("compare", episode, len(out), label, prompt, answer, sessions, inputs))
     return out
