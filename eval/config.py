@@ -37,4 +37,34 @@ class ReplayConfig:
             raise ValueError(f"extract={self.extract!r}; expected one of {', '.join(EXTRACT_MODES)}")
 
 
+@dataclass
+class LooConfig:
+    run: str = "tiny-hf"
+    """Run name: records and report go to ``<out_dir>/<run>/``; rerunning it resumes."""
+    folds: list[str] = field(default_factory=lambda: list(TRAJECTORIES))
+    model: ModelConfig = field(default_factory=ModelConfig)
+    backend: BackendConfig = field(default_factory=BackendConfig)
+    adapters: str | None = None
+    """A root holding ``<fold>/{extract,compare,update}``; unset: ``<adapters_dir>/<model>``,
+    where missing adapters are trained first."""
+    adapters_dir: str = "outputs/adapters"
+    datasets_dir: str = "outputs/datasets"
+    out_dir: str = "outputs/loo"
+    export_dir: str = "../shared/data/codex-trajectories"
+    seed: int = 0
+    train_overrides: list[str] = field(default_factory=list)
+    """train.py overrides used when an adapter has to be trained (e.g. max_steps=30)."""
+    batch: int = 32
+    """Samples per operator call; records are flushed after each batch."""
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        unknown = [f for f in self.folds if f not in TRAJECTORIES]
+        if unknown:
+            raise ValueError(
+                f"folds: unknown trajectory {unknown}; expected some of {', '.join(TRAJECTORIES)}"
+            )
+
+
 ConfigStore.instance().store(name="replay_schema", node=ReplayConfig)
+ConfigStore.instance().store(name="loo_schema", node=LooConfig)

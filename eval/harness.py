@@ -1,0 +1,229 @@
+"""The five-way leave-one-out harness: per fold, score every operator on the held-out
+trajectory's test examples and replay that trajectory through the engine.
+
+Variants: ``direct`` and ``two-stage`` (learned operators; they differ in extraction only, so
+compare and update are run once, as ``learned``) and ``symbolic`` (the rules and gold
+extraction, run on the same inputs: the reference ceiling). Every sample becomes one record
+the moment it is scored; a restarted run skips what is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from data.sessions import Episode
+from eval.metrics import claim_f1
+from eval.records import Record, Records
+from memory.claims import Claim, norm
+from memory.reader import answer
+from memory.state import StateMemory
+from operators.engine import replay
+from operators.learned import EXTRACT_MODES, Extraction, LearnedOperators, Outcome
+from operators.symbolic import prompt_key, symbolic_compare, update_after
+
+VARIANTS = ("direct", "two-stage", "symbolic")
+
+
+def load_test(datasets_dir: Path, fold: str, op: str) -> list[dict[str, Any]]:
+    path = datasets_dir / fold / op / "test.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"no test split at {path}; build it with: python scripts/build_data.py")
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def chunks(rows: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(rows), size):
+        yield rows[start : start + size]
+
+
+def _record(fold: str, op: str, variant: str, example: dict, **fields: Any) -> Record:
+    return {"fold": fold, "op": op, "variant": variant, "id": example["id"], **fields}
+
+
+def _check_prompt(example: dict, outcome: Outcome) -> str:
+    """The prompt sent must be the dataset's prompt; drift would score a different task."""
+    key = prompt_key(outcome.messages)
+    if key != prompt_key(example["prompt"]):
+        raise RuntimeError(f"{example['id']}: the operator's prompt differs from the dataset's")
+    return key
+
+
+def _dump(output: Any) -> Any:
+    return None if output is None else output.model_dump(mode="json")
+
+
+def extract_records(fold: str, variant: str, examples: Sequence[dict], episode: Episode, ops) -> list[Record]:
+    sessions = {s.id: s for s in episode.sessions}
+    chosen = [sessions[json.loads(e["inputs"])["session"]] for e in examples]
+    if variant == "symbolic":
+        results = [Extraction(list(s.claims), []) for s in chosen]
+    else:
+        results = ops.extract([(s.note(), episode.catalog) for s in chosen], variant)
+    out = []
+    for example, session, result in zip(examples, chosen, results, strict=True):
+        gold = [c.model_dump(mode="json") for c in session.claims]
+        pred = [c.model_dump(mode="json") for c in result.claims]
+        out.append(
+            _record(
+                fold,
+                "extract",
+                variant,
+                example,
+                prompt_hash=prompt_key(example["prompt"]),
+                raw=[{"step": c.step, "text": c.raw} for c in result.calls],
+                parsed=pred,
+                error=result.error,
+                gold=gold,
+                score=claim_f1(gold, pred, "schema"),
+                value_score=claim_f1(gold, pred, "value"),
+                latency_s=sum(c.latency_s for c in result.calls),
+            )
+        )
+    return out
+
+
+def pair_records(fold: str, op: str, variant: str, examples: Sequence[dict], ops) -> list[Record]:
+    """compare and update: exact match of the whole output against the label."""
+    inputs = [json.loads(e["inputs"]) for e in examples]
+    if op == "compare":
+        pairs = [(Claim.model_validate(i["first"]), Claim.model_validate(i["second"])) for i in inputs]
+        if variant == "symbolic":
+            outputs: list[Any] = [symbolic_compare(a, b) for a, b in pairs]
+        else:
+            outcomes = ops.compare(pairs)
+    else:
+        cases = [
+            ([Claim.model_validate(c) for c in i["history"]], Claim.model_validate(i["claim"]))
+            for i in inputs
+        ]
+        if variant == "symbolic":
+            outputs = [update_after(history, claim) for history, claim in cases]
+        else:
+            outcomes = ops.update([(_entry_after(history, claim), claim) for history, claim in cases])
+    out = []
+    for n, example in enumerate(examples):
+        gold = json.loads(example["completion"][0]["content"])
+        if variant == "symbolic":
+            parsed, raw, error, latency = _dump(outputs[n]), outputs[n].model_dump_json(), None, 0.0
+            key = prompt_key(example["prompt"])
+        else:
+            o = outcomes[n]
+            parsed, raw, error, latency = _dump(o.output), o.raw, o.error, o.latency_s
+            key = _check_prompt(example, o)
+        score = float(parsed == gold)
+        out.append(
+            _record(
+                fold,
+                op,
+                variant,
+                example,
+                prompt_hash=key,
+                raw=raw,
+                parsed=parsed,
+                error=error,
+                gold=gold,
+                score=score,
+                latency_s=latency,
+            )
+        )
+    return out
+
+
+def _entry_after(history: Sequence[Claim], claim: Claim):  # -> Entry | None
+    mem = StateMemory()
+    for earlier in history:
+        mem.apply(earlier)
+    return mem.entry(claim.key)
+
+
+def engine_records(fold: str, variant: str, episode: Episode, ops: LearnedOperators | None) -> list[Record]:
+    """Final-state key accuracy and query accuracy of the structured reader, one record each."""
+    began = time.perf_counter()
+    result = replay(episode) if variant == "symbolic" else replay(episode, "learned", ops, variant)
+    seconds = time.perf_counter() - began
+    mem = result.memory
+    cost = {"calls": dict(result.calls), "failures": dict(result.failures), "replay_s": seconds}
+    out = []
+    for entry in episode.replay().entries():
+        k, want = entry.key, entry.current.value if entry.current else None
+        got = mem.entry(k)
+        value = got.current.value if got and got.current else None
+        hit = value is not None and want is not None and norm(value) == norm(want)
+        example = {"id": f"{k.entity}.{k.slot}@{k.branch}/{k.env}"}
+        out.append(
+            _record(
+                fold,
+                "engine_state",
+                variant,
+                example,
+                prompt_hash=None,
+                raw=None,
+                parsed=value,
+                error=None,
+                gold=want,
+                score=float(hit),
+                latency_s=0.0,
+                **cost,
+            )
+        )
+    for q in episode.queries:
+        said = answer(mem, q.target.key, q.target.ask, q.target.at)
+        gold = {"question": q.question, "required": q.required, "forbidden": q.forbidden, "any_of": q.any_of}
+        out.append(
+            _record(
+                fold,
+                "engine_queries",
+                variant,
+                {"id": q.id},
+                prompt_hash=None,
+                raw=None,
+                parsed=said,
+                error=None,
+                gold=gold,
+                score=float(q.accepts(said)),
+                latency_s=0.0,
+            )
+        )
+    return out
+
+
+def evaluate_fold(
+    fold: str,
+    episode: Episode,
+    datasets_dir: Path,
+    ops: LearnedOperators,
+    records: Records,
+    batch: int = 32,
+    progress: bool = True,
+) -> None:
+    """Run every (op, variant) of one fold that is not fully recorded yet."""
+    tests = {op: load_test(datasets_dir, fold, op) for op in ("extract", "compare", "update")}
+    jobs: list[tuple[str, str, Callable[[Sequence[dict]], list[Record]]]] = []
+    for variant in (*EXTRACT_MODES, "symbolic"):
+        jobs.append(("extract", variant, lambda ex, v=variant: extract_records(fold, v, ex, episode, ops)))
+    for op in ("compare", "update"):
+        for variant in ("learned", "symbolic"):
+            jobs.append((op, variant, lambda ex, op=op, v=variant: pair_records(fold, op, v, ex, ops)))
+    for op, variant, run in jobs:
+        todo = [e for e in tests[op] if not records.done(fold, op, variant, e["id"])]
+        with tqdm(
+            total=len(tests[op]),
+            initial=len(tests[op]) - len(todo),
+            desc=f"{fold} {op} {variant}",
+            disable=not progress,
+            leave=False,
+        ) as bar:
+            for chunk in chunks(todo, batch):
+                records.add(run(chunk))
+                bar.update(len(chunk))
+    for variant in VARIANTS:
+        if not records.done(fold, "engine_queries", variant, episode.queries[-1].id):
+            if progress:
+                print(f"{fold}: engine replay ({variant})", flush=True)
+            records.add(engine_records(fold, variant, episode, ops if variant != "symbolic" else None))

@@ -1,0 +1,91 @@
+"""Scores and statistics of DESIGN §7: claim F1 at two levels, exact match, bootstrap CIs,
+exact McNemar and a paired bootstrap. Pure Python plus numpy; no model needed."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from memory.claims import norm
+
+BOOTSTRAP_RESAMPLES = 10_000
+SEED = 0
+VALUE_F1_THRESHOLD = 0.5
+
+
+def _schema_key(claim: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(norm(str(claim.get(k, ""))) for k in ("entity", "slot", "branch", "env"))
+
+
+def token_f1(a: str, b: str) -> float:
+    ta, tb = norm(a).split(), norm(b).split()
+    if not ta and not tb:
+        return 1.0
+    common = sum((Counter(ta) & Counter(tb)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(ta), common / len(tb)
+    return 2 * precision * recall / (precision + recall)
+
+
+def claim_f1(gold: Sequence[dict[str, Any]], pred: Sequence[dict[str, Any]], level: str = "schema") -> float:
+    """Per-example claim F1; 1.0 when both are empty.
+
+    ``schema`` matches on (entity, slot, branch, env) after normalization; ``value`` also needs
+    value token-F1 >= 0.5. Matching is one-to-one, so a repeated prediction counts once.
+    """
+    if not gold and not pred:
+        return 1.0
+    if not gold or not pred:
+        return 0.0
+    unmatched = list(gold)
+    hits = 0
+    for p in pred:
+        for g in unmatched:
+            if _schema_key(p) == _schema_key(g) and (
+                level == "schema" or token_f1(str(p.get("value", "")), str(g["value"])) >= VALUE_F1_THRESHOLD
+            ):
+                unmatched.remove(g)
+                hits += 1
+                break
+    return 2 * hits / (len(gold) + len(pred))
+
+
+def bootstrap_ci(values: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED) -> dict:
+    """Mean with a percentile bootstrap 95% CI."""
+    import numpy as np
+
+    x = np.asarray(values, dtype=float)
+    if len(x) == 0:
+        return {"mean": None, "ci": [None, None], "n": 0}
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, len(x), size=(resamples, len(x)))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return {"mean": float(x.mean()), "ci": [float(lo), float(hi)], "n": len(x)}
+
+
+def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict:
+    """Exact two-sided McNemar test on paired binary outcomes (binomial on the discordant pairs)."""
+    only_a = sum(1 for x, y in zip(a, b, strict=True) if x and not y)
+    only_b = sum(1 for x, y in zip(a, b, strict=True) if y and not x)
+    n = only_a + only_b
+    tail = sum(math.comb(n, k) for k in range(min(only_a, only_b) + 1)) / 2**n if n else 1.0
+    return {"only_first": only_a, "only_second": only_b, "p": min(1.0, 2 * tail), "n": len(a)}
+
+
+def paired_bootstrap(
+    a: Sequence[float], b: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED
+) -> dict:
+    """Mean of ``b - a`` with a 95% CI and a two-sided bootstrap p-value for a zero difference."""
+    import numpy as np
+
+    d = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    if len(d) == 0:
+        return {"mean_diff": None, "ci": [None, None], "p": None, "n": 0}
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, len(d), size=(resamples, len(d)))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    p = min(1.0, 2 * min((means <= 0).mean(), (means >= 0).mean()))
+    return {"mean_diff": float(d.mean()), "ci": [float(lo), float(hi)], "p": float(p), "n": len(d)}

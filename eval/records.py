@@ -1,0 +1,81 @@
+"""Per-sample records: an append-only JSONL that a restarted run reads to skip finished work.
+
+A record is written and flushed as soon as its sample is scored, so a killed run loses at
+most the batch in flight. A last line cut off mid-write is dropped on reopening; every other
+malformed line is an error naming the file and line, because it means the file was edited.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+Record = dict[str, Any]
+FIELDS = (
+    "fold",
+    "op",
+    "variant",
+    "id",
+    "prompt_hash",
+    "raw",
+    "parsed",
+    "error",
+    "gold",
+    "score",
+    "latency_s",
+)
+
+
+class RecordsError(ValueError):
+    pass
+
+
+def record_key(r: Record) -> tuple[str, str, str, str]:
+    return r["fold"], r["op"], r["variant"], r["id"]
+
+
+def read_records(path: Path) -> list[Record]:
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    out = []
+    for n, line in enumerate(lines, start=1):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            if n == len(lines) and not line.endswith("\n"):
+                break  # the write of the last record was interrupted
+            raise RecordsError(f"{path}:{n}: not a JSON record ({e.msg})") from e
+        missing = [f for f in FIELDS if f not in record]
+        if missing:
+            raise RecordsError(f"{path}:{n}: record lacks field(s) {', '.join(missing)}")
+        out.append(record)
+    return out
+
+
+class Records:
+    """The records of one run; ``done`` tells which samples a restarted run may skip."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.records = read_records(path)
+        self._done = {record_key(r) for r in self.records}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8") as f:  # rewrite without a torn last line
+            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in self.records)
+
+    def done(self, fold: str, op: str, variant: str, id: str) -> bool:
+        return (fold, op, variant, id) in self._done
+
+    def add(self, records: Iterable[Record]) -> None:
+        batch = [r for r in records if record_key(r) not in self._done]
+        with self.path.open("a", encoding="utf-8") as f:
+            for r in batch:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self.records.extend(batch)
+        self._done.update(record_key(r) for r in batch)

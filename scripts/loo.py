@@ -1,0 +1,40 @@
+"""Five-way leave-one-out: python scripts/loo.py [folds=[...]] [backend=vllm model=qwen2.5-14b-instruct]
+
+Builds missing datasets, trains missing adapters (through train.py's recipe), brings up the
+backend, runs the operators and the engine on each held-out trajectory, and writes records,
+summary.json, report.md and figures under outputs/loo/<run>/. Rerunning resumes.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from data.problems import DataError
+from eval.config import LooConfig
+from eval.loo import run
+from eval.records import RecordsError
+from eval.report import table
+from operators.backends import BackendError
+
+
+@hydra.main(version_base="1.3", config_path="../configs", config_name="loo")
+def main(raw: DictConfig) -> None:
+    cfg: LooConfig = OmegaConf.to_object(raw)
+    try:
+        summary = run(cfg, overrides=list(HydraConfig.get().overrides.task))
+    except (BackendError, DataError, RecordsError, FileNotFoundError) as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(1)
+    print()
+    print(table(summary))
+    print()
+    print(f"report: {Path(cfg.out_dir) / cfg.run / 'report.md'}")
+
+
+if __name__ == "__main__":
+    main()
