@@ -20,14 +20,12 @@ from tqdm import tqdm
 from data.sessions import Episode
 from eval.metrics import claim_f1
 from eval.records import Record, Records
+from eval.report import VARIANTS
 from memory.claims import Claim, norm
 from memory.reader import answer
-from memory.state import StateMemory
 from operators.engine import replay
 from operators.learned import EXTRACT_MODES, Extraction, LearnedOperators, Outcome
-from operators.symbolic import prompt_key, symbolic_compare, update_after
-
-VARIANTS = ("direct", "two-stage", "symbolic")
+from operators.symbolic import entry_after, prompt_key, symbolic_compare, update_after
 
 
 def load_test(datasets_dir: Path, fold: str, op: str) -> list[dict[str, Any]]:
@@ -94,7 +92,7 @@ def pair_records(fold: str, op: str, variant: str, examples: Sequence[dict], ops
     if op == "compare":
         pairs = [(Claim.model_validate(i["first"]), Claim.model_validate(i["second"])) for i in inputs]
         if variant == "symbolic":
-            outputs: list[Any] = [symbolic_compare(a, b) for a, b in pairs]
+            answers = [symbolic_compare(a, b) for a, b in pairs]
         else:
             outcomes = ops.compare(pairs)
     else:
@@ -103,43 +101,23 @@ def pair_records(fold: str, op: str, variant: str, examples: Sequence[dict], ops
             for i in inputs
         ]
         if variant == "symbolic":
-            outputs = [update_after(history, claim) for history, claim in cases]
+            answers = [update_after(history, claim) for history, claim in cases]
         else:
-            outcomes = ops.update([(_entry_after(history, claim), claim) for history, claim in cases])
+            outcomes = ops.update([(entry_after(history, claim), claim) for history, claim in cases])
     out = []
     for n, example in enumerate(examples):
-        gold = json.loads(example["completion"][0]["content"])
         if variant == "symbolic":
-            parsed, raw, error, latency = _dump(outputs[n]), outputs[n].model_dump_json(), None, 0.0
-            key = prompt_key(example["prompt"])
+            fields = {"prompt_hash": prompt_key(example["prompt"]), "raw": answers[n].model_dump_json()}
+            fields |= {"parsed": _dump(answers[n]), "error": None, "latency_s": 0.0}
         else:
             o = outcomes[n]
-            parsed, raw, error, latency = _dump(o.output), o.raw, o.error, o.latency_s
-            key = _check_prompt(example, o)
-        score = float(parsed == gold)
+            fields = {"prompt_hash": _check_prompt(example, o), "raw": o.raw}
+            fields |= {"parsed": _dump(o.output), "error": o.error, "latency_s": o.latency_s}
+        gold = json.loads(example["completion"][0]["content"])
         out.append(
-            _record(
-                fold,
-                op,
-                variant,
-                example,
-                prompt_hash=key,
-                raw=raw,
-                parsed=parsed,
-                error=error,
-                gold=gold,
-                score=score,
-                latency_s=latency,
-            )
+            _record(fold, op, variant, example, gold=gold, score=float(fields["parsed"] == gold), **fields)
         )
     return out
-
-
-def _entry_after(history: Sequence[Claim], claim: Claim):  # -> Entry | None
-    mem = StateMemory()
-    for earlier in history:
-        mem.apply(earlier)
-    return mem.entry(claim.key)
 
 
 def engine_records(fold: str, variant: str, episode: Episode, ops: LearnedOperators | None) -> list[Record]:

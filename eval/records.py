@@ -64,8 +64,22 @@ class Records:
         self.records = read_records(path)
         self._done = {record_key(r) for r in self.records}
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", encoding="utf-8") as f:  # rewrite without a torn last line
-            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in self.records)
+        self._mend_tail()
+
+    def _mend_tail(self) -> None:
+        """End the file on a line boundary: cut a torn last record, or close a whole one."""
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        if not data or data.endswith(b"\n"):
+            return
+        start = data.rfind(b"\n") + 1
+        kept = len(self.records) == data.count(b"\n") + 1  # read_records took the last line
+        if kept:
+            with self.path.open("ab") as f:
+                f.write(b"\n")
+        else:
+            os.truncate(self.path, start)
 
     def done(self, fold: str, op: str, variant: str, id: str) -> bool:
         return (fold, op, variant, id) in self._done

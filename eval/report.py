@@ -9,10 +9,12 @@ from typing import Any
 
 from eval.metrics import bootstrap_ci, mcnemar_exact, paired_bootstrap
 from eval.records import Record, read_records
+from eval.serve import OPS
 
 VARIANTS = ("direct", "two-stage", "symbolic")
+"""Report variants. Records of compare and update carry ``learned`` (shared by both learned
+variants, since neither depends on extraction) or ``symbolic``."""
 METRICS = ("overall", "extract", "extract_value", "compare", "update", "engine_state", "engine_queries")
-OPS = ("extract", "compare", "update")
 PUBLISHED = {
     "extract": (0.30, 0.48),
     "overall": (0.81, 0.86),
@@ -22,20 +24,11 @@ PUBLISHED = {
 """Reference figures for Qwen2.5-14B-Instruct adapters (direct, two-stage)."""
 
 
-def _source(op: str, variant: str) -> str:
-    """compare and update do not depend on extraction: both learned variants share one run."""
-    return "learned" if op in ("compare", "update") and variant != "symbolic" else variant
-
-
 def scores(records: list[Record]) -> dict[tuple[str, str, str], dict[str, float]]:
     """(fold, variant, metric) -> {example id: score}."""
     table: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
     for r in records:
-        for variant in VARIANTS:
-            if r["op"] in OPS and r["variant"] != _source(r["op"], variant):
-                continue
-            if r["op"] not in OPS and r["variant"] != variant:
-                continue
+        for variant in ("direct", "two-stage") if r["variant"] == "learned" else (r["variant"],):
             table[r["fold"], variant, r["op"]][r["id"]] = r["score"]
             if r["op"] in OPS:
                 table[r["fold"], variant, "overall"][f"{r['op']}/{r['id']}"] = r["score"]

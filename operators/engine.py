@@ -15,11 +15,10 @@ that drops nothing (the claim is kept as contested; a tie keeps the current valu
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from data.sessions import Episode, Session
+from data.sessions import Episode
 from memory.claims import Claim
 from memory.compare import Winner
 from memory.state import Action, Decision, Entry, StateMemory
@@ -96,10 +95,9 @@ def replay(
     mode: Mode = "symbolic",
     ops: LearnedOperators | None = None,
     extract_mode: ExtractMode = "direct",
-    sessions: Sequence[Session] | None = None,
 ) -> Replay:
-    """Replay ``sessions`` (default: all of the episode's) in order through the engine."""
-    sessions = list(episode.sessions if sessions is None else sessions)
+    """Replay the episode's sessions in order through the engine."""
+    sessions = episode.sessions
     failures: Counter[str] = Counter()
     mem = memory_for(mode, ops, failures)
     before = Counter(ops.calls) if ops else Counter()

@@ -197,6 +197,6 @@ class LearnedOperators:
         out = [Extraction([], [sel]) for sel in selects]
         for i, fill in zip(owners, self.fill(items), strict=True):
             out[i].calls.append(fill)
-            if fill.output is not None:
-                out[i].claims.append(ExtractedClaim.model_validate(fill.output.model_dump()))
+            if isinstance(fill.output, ExtractedClaim):  # a Fill is an ExtractedClaim with enums
+                out[i].claims.append(fill.output)
         return out

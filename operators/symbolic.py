@@ -39,12 +39,17 @@ def symbolic_update(entry: Entry | None, claim: Claim) -> UpdateOutput:
     return UpdateOutput(action=rule(entry, claim)[0])
 
 
-def update_after(history: Iterable[Claim], claim: Claim) -> UpdateOutput:
-    """The rule's action for ``claim`` after ``history`` was written at its key."""
+def entry_after(history: Iterable[Claim], claim: Claim) -> Entry | None:
+    """The entry ``claim`` meets once ``history`` (earlier claims at its key) was written."""
     mem = StateMemory()
     for earlier in history:
         mem.apply(earlier)
-    return symbolic_update(mem.entry(claim.key), claim)
+    return mem.entry(claim.key)
+
+
+def update_after(history: Iterable[Claim], claim: Claim) -> UpdateOutput:
+    """The rule's action for ``claim`` after ``history`` was written at its key."""
+    return symbolic_update(entry_after(history, claim), claim)
 
 
 def prompt_key(messages: Messages) -> str:
