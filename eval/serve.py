@@ -12,11 +12,12 @@ import contextlib
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 
@@ -31,6 +32,7 @@ class ServeConfig:
     base: str = ""
     """The bf16 base the adapters are served on, unmerged; empty means the model config's path."""
     port: int = 8000
+    """0 picks a free port when the server starts: what jobs sharing a node need."""
     max_loras: int = 3
     max_lora_rank: int = 16
     max_model_len: int = 8192
@@ -78,6 +80,13 @@ class ServerFailed(BackendError):
     pass
 
 
+def free_port() -> int:
+    """A port nothing listens on now; vLLM binds it moments later, so a collision is unlikely."""
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
 class VLLMServer:
     """``with VLLMServer(cfg, adapters, log) as server:`` yields a running, ready server."""
 
@@ -85,11 +94,11 @@ class VLLMServer:
         missing = [f"{n}={p}" for n, p in adapters.items() if not (Path(p) / "adapter_config.json").exists()]
         if missing:
             raise ServerFailed(f"adapter directories without adapter_config.json: {', '.join(missing)}")
-        self.cfg = cfg
+        self.cfg = replace(cfg, port=cfg.port or free_port())
         self.adapters = dict(adapters)
         self.log = log
         self.api_key = os.environ.get("VLLM_API_KEY") or secrets.token_urlsafe(24)
-        self.base_url = f"http://{HOST}:{cfg.port}/v1"
+        self.base_url = f"http://{HOST}:{self.cfg.port}/v1"
         self.process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> VLLMServer:

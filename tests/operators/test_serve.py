@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.serve import ServeConfig, ServerFailed, VLLMServer, vllm_command
+from eval.serve import ServeConfig, ServerFailed, VLLMServer, free_port, vllm_command
 from operators.backends import Request
 from operators.backends.vllm import VLLMBackend
 
@@ -44,14 +44,6 @@ def fake_vllm(tmp_path: Path) -> str:
     return str(exe)
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_command_is_an_argument_list(adapters: dict[str, Path]) -> None:
     cmd = vllm_command(ServeConfig(base="Qwen/Qwen2.5-14B-Instruct", port=8123), adapters)
     assert cmd[:3] == ["vllm", "serve", "Qwen/Qwen2.5-14B-Instruct"]
@@ -73,8 +65,10 @@ def test_server_is_ready_when_adapters_are_listed_and_group_is_torn_down(
 ) -> None:
     monkeypatch.setenv("VLLM_API_KEY", "k-123")
     monkeypatch.setenv("DOUBLE_STARTUP_S", "1.5")
-    cfg = ServeConfig(base="tiny", port=free_port(), executable=fake_vllm, startup_timeout_s=60)
+    cfg = ServeConfig(base="tiny", port=0, executable=fake_vllm, startup_timeout_s=60)
     with VLLMServer(cfg, adapters, tmp_path / "serve.log") as server:
+        port = server.cfg.port
+        assert port > 0 and server.base_url == f"http://127.0.0.1:{port}/v1"  # port=0: a free one
         assert {"extract", "compare", "update"} <= server.listed()
         client = VLLMBackend(server.base_url, server.api_key)
         [reply] = client.complete([Request("extract", [{"role": "user", "content": "x"}], None, 8)])
