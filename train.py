@@ -24,6 +24,8 @@ def main(raw: DictConfig) -> None:
     except (AdapterExists, FileNotFoundError, DataError) as exc:
         print(f"train.py: {exc}", file=sys.stderr)
         sys.exit(2)
+    if manifest is None:  # not rank 0
+        return
     m = manifest
     print(f"adapter saved: step {m['global_step']}, train loss {m['train_loss']:.4f}")
     print(f"eval loss {m['eval_loss']:.4f}, {m['tokens_seen']} tokens in {m['wall_seconds']} s")

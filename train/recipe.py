@@ -88,8 +88,11 @@ def load_model(cfg: ModelConfig):  # -> (model, tokenizer)
         if cfg.load_in_4bit
         else None
     )
-    # One full copy per process: DDP through accelerate, each rank on its own GPU.
-    device_map = {"": PartialState().local_process_index} if torch.cuda.is_available() else None
+    # DDP: one full copy per rank, on the rank's GPU. FSDP (slurm/accelerate/fsdp_qlora.yaml)
+    # shards the model itself and needs it loaded without a device map.
+    fsdp = os.environ.get("ACCELERATE_USE_FSDP", "false").lower() in ("1", "true")
+    on_gpu = torch.cuda.is_available() and not fsdp
+    device_map = {"": PartialState().local_process_index} if on_gpu else None
     model = AutoModelForCausalLM.from_pretrained(
         cfg.path,
         quantization_config=quantization,
@@ -159,7 +162,8 @@ def peak_memory_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def run(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[str, Any]:
+def run(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[str, Any] | None:
+    """Train and save one adapter; returns its manifest (None on the other ranks of a multi-GPU run)."""
     from transformers import GenerationConfig, set_seed
     from trl import SFTTrainer
 
@@ -167,6 +171,9 @@ def run(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[str, Any]:
 
     out = adapter_dir(cfg)
     if (out / "manifest.json").exists() and not cfg.overwrite:
+        if requeued():  # the job was requeued after the adapter was saved: nothing is left to do
+            print(f"{out} was finished before this requeue; leaving it as it is", flush=True)
+            return json.loads((out / "manifest.json").read_text())
         raise AdapterExists(f"{out} holds a finished adapter; pass overwrite=true to train it again")
     checkpoints = out / "checkpoints"
     resume_from = last_checkpoint(checkpoints) if (cfg.resume or requeued()) else None
@@ -191,7 +198,11 @@ def run(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[str, Any]:
         evals.append(trainer.evaluate())
     seconds = time.perf_counter() - started
 
+    if trainer.is_fsdp_enabled:  # gather the sharded LoRA weights into one adapter file
+        trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
     trainer.save_model(str(out))
+    if not trainer.is_world_process_zero():  # multi-GPU: rank 0 writes the rest
+        return None
     (out / "training_args.bin").unlink(missing_ok=True)  # a pickle; the manifest records the same
     tokenizer.save_pretrained(str(out))
     im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")

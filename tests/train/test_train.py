@@ -17,10 +17,10 @@ pytestmark = pytest.mark.slow
 FAST = ["op.per_device_batch=2", "op.grad_accum=1", "op.max_length=1024", "eval_steps=2", "save_steps=2"]
 
 
-def launch(*overrides: str, accelerate: bool = True) -> subprocess.CompletedProcess:
+def launch(*overrides: str, accelerate: bool = True, **env_vars: str) -> subprocess.CompletedProcess:
     runner = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "1", "--cpu"]
     cmd = [*runner, "train.py"] if accelerate else [sys.executable, "train.py"]
-    env = dict(os.environ, TRANSFORMERS_VERBOSITY="info")  # the trainer says where it resumes
+    env = dict(os.environ, TRANSFORMERS_VERBOSITY="info", **env_vars)  # the trainer says where it resumes
     return subprocess.run([*cmd, *overrides], cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
 
 
@@ -96,6 +96,24 @@ def test_refuses_to_overwrite_a_finished_adapter(trained: Path, small_datasets: 
     assert proc.returncode == 2
     assert "finished adapter" in proc.stderr and "overwrite=true" in proc.stderr
     assert (trained / "adapter_model.safetensors").read_bytes() == before
+
+
+def test_a_requeue_after_the_adapter_was_saved_leaves_it_alone(trained: Path, small_datasets: Path) -> None:
+    before = (trained / "adapter_model.safetensors").read_bytes()
+    manifest = (trained / "manifest.json").read_text()
+    proc = launch(
+        "op=compare",
+        "holdout=patch-guardrails",
+        "model=tiny",
+        f"datasets_dir={small_datasets}",
+        f"adapters_dir={trained.parents[2]}",
+        accelerate=False,
+        SLURM_RESTART_COUNT="1",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "finished before this requeue" in proc.stdout
+    assert (trained / "adapter_model.safetensors").read_bytes() == before
+    assert (trained / "manifest.json").read_text() == manifest
 
 
 def test_resume_continues_from_the_checkpoint_step(
