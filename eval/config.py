@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
@@ -64,6 +66,20 @@ class LooConfig:
             raise ValueError(
                 f"folds: unknown trajectory {unknown}; expected some of {', '.join(TRAJECTORIES)}"
             )
+
+
+def compose_config(name: str, overrides: list[str]) -> Any:
+    """The typed config an entry script would get from ``configs/<name>.yaml`` and these overrides,
+    inside a running Hydra app or outside one."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    if GlobalHydra.instance().is_initialized():
+        return OmegaConf.to_object(compose(name, overrides=overrides))
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    with initialize_config_dir(config_dir=str(configs), version_base="1.3"):
+        return OmegaConf.to_object(compose(name, overrides=overrides))
 
 
 ConfigStore.instance().store(name="replay_schema", node=ReplayConfig)

@@ -12,7 +12,7 @@ from typing import Any
 from data.manifest import fingerprint, write_manifest
 from data.replay import load_trajectory
 from eval.backend import open_backend
-from eval.config import LooConfig
+from eval.config import LooConfig, compose_config
 from eval.harness import evaluate_fold, load_test
 from eval.records import Records
 from eval.report import build_report
@@ -43,10 +43,6 @@ def ensure_datasets(cfg: LooConfig) -> None:
 
 def train_config(cfg: LooConfig, fold: str, op: str) -> tuple[TrainConfig, list[str]]:
     """train.py's own config for one adapter, composed from configs/train.yaml."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from omegaconf import OmegaConf
-
     overrides = [
         f"op={op}",
         f"holdout={fold}",
@@ -59,13 +55,7 @@ def train_config(cfg: LooConfig, fold: str, op: str) -> tuple[TrainConfig, list[
         "resume=true",
         *cfg.train_overrides,
     ]
-    if GlobalHydra.instance().is_initialized():
-        raw = compose("train", overrides=overrides)
-    else:
-        configs = Path(__file__).resolve().parents[1] / "configs"
-        with initialize_config_dir(config_dir=str(configs), version_base="1.3"):
-            raw = compose("train", overrides=overrides)
-    return OmegaConf.to_object(raw), overrides
+    return compose_config("train", overrides), overrides
 
 
 def ensure_adapters(cfg: LooConfig, fold: str) -> Path:

@@ -56,6 +56,17 @@ def read_records(path: Path) -> list[Record]:
     return out
 
 
+def write_records(path: Path, records: Iterable[Record]) -> None:
+    """Replace ``path`` whole: written beside it, then renamed, so a crash leaves the old file."""
+    staging = path.with_name(f".{path.name}.tmp")
+    with staging.open("w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(staging, path)
+
+
 class Records:
     """The records of one run; ``done`` tells which samples a restarted run may skip."""
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.metrics import bootstrap_ci, mcnemar_exact, paired_bootstrap
-from eval.records import Record, read_records
+from eval.records import Record, RecordsError, read_records, write_records
 from eval.serve import OPS
 
 VARIANTS = ("direct", "two-stage", "symbolic")
@@ -203,6 +203,39 @@ def build_report(run_dir: Path) -> dict[str, Any]:
     (run_dir / "report.md").write_text(markdown(summary, run))
     figures(summary, records, run_dir / "figures")
     return summary
+
+
+def merge_folds(run_dir: Path, folds: list[str]) -> int:
+    """Gather the per-fold runs under ``<run>/folds/`` (one Slurm eval job each) into the run's
+    own records and manifest; returns the number of records."""
+    from data.manifest import write_manifest
+
+    records: list[Record] = []
+    parts: dict[str, dict[str, Any]] = {}
+    for fold in folds:
+        part = run_dir / "folds" / fold
+        path = part / "records.jsonl"
+        if not path.exists():
+            raise FileNotFoundError(f"no records for fold {fold}: {path} does not exist")
+        found = read_records(path)
+        strangers = sorted({r["fold"] for r in found} - {fold})
+        if strangers:
+            raise RecordsError(
+                f"{path}: holds records of fold(s) {', '.join(strangers)}, expected {fold} only"
+            )
+        records += found
+        manifest = part / "manifest.json"
+        parts[fold] = json.loads(manifest.read_text()) if manifest.exists() else {}
+    write_records(run_dir / "records.jsonl", records)
+    first = parts[folds[0]].get("run", {})
+    write_manifest(
+        run_dir,
+        run={**first, "name": run_dir.name, "folds": folds},
+        parts={fold: str(run_dir / "folds" / fold) for fold in folds},
+        part_commits={fold: m.get("git_commit") for fold, m in parts.items()},
+        records=len(records),
+    )
+    return len(records)
 
 
 def table(summary: dict[str, Any]) -> str:

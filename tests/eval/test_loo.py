@@ -114,3 +114,49 @@ def test_report_script_rebuilds_from_records_alone(uninterrupted, tmp_path: Path
     assert done.returncode == 0, done.stderr
     assert json.loads((copy / "summary.json").read_text()) == summary
     assert (copy / "figures" / "holdouts.png").exists() and "patch-guardrails" in done.stdout
+
+
+def test_report_merges_per_fold_runs_as_slurm_eval_jobs_write_them(uninterrupted, tmp_path: Path) -> None:
+    """Two fold directories, as two eval jobs leave them; the second is the first relabelled."""
+    run_dir, summary = uninterrupted
+    records = read_records(run_dir / "records.jsonl")
+    merged = tmp_path / "run"
+    for fold in ("patch-guardrails", "model-routing"):
+        part = merged / "folds" / fold
+        part.mkdir(parents=True)
+        (part / "records.jsonl").write_text("".join(json.dumps({**r, "fold": fold}) + "\n" for r in records))
+        (part / "manifest.json").write_text((run_dir / "manifest.json").read_text())
+    done = subprocess.run(
+        [sys.executable, "scripts/report.py", f"run={merged}", "merge=patch-guardrails,model-routing"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"merged {2 * len(records)} records of 2 fold(s)" in done.stdout
+    out = json.loads((merged / "summary.json").read_text())
+    assert set(out["folds"]) == {"patch-guardrails", "model-routing"}
+    assert out["folds"]["model-routing"] == summary["folds"]["patch-guardrails"]
+    assert out["mean"]["direct"]["overall"]["n"] == 2 * summary["mean"]["direct"]["overall"]["n"]
+    manifest = json.loads((merged / "manifest.json").read_text())
+    assert manifest["run"]["folds"] == ["patch-guardrails", "model-routing"]
+    assert manifest["run"]["backend"] == "symbolic" and manifest["records"] == 2 * len(records)
+
+
+def test_merge_refuses_a_missing_fold_or_records_filed_under_the_wrong_fold(
+    uninterrupted, tmp_path: Path
+) -> None:
+    from eval.report import merge_folds
+
+    run_dir, _ = uninterrupted
+    with pytest.raises(FileNotFoundError, match="no records for fold browser-surface"):
+        merge_folds(tmp_path, ["browser-surface"])
+    part = tmp_path / "folds" / "browser-surface"
+    part.mkdir(parents=True)
+    (part / "records.jsonl").write_bytes((run_dir / "records.jsonl").read_bytes())
+    with pytest.raises(
+        RecordsError, match=r"browser-surface/records.jsonl: holds records of fold\(s\) patch"
+    ):
+        merge_folds(tmp_path, ["browser-surface"])
+    assert not (tmp_path / "records.jsonl").exists()
