@@ -1,0 +1,29 @@
+"""Submit the LOO pipeline to Slurm: python scripts/submit.py [profile=cpu] [dry_run=true] [...]
+
+prepare -> train (array over fold x op) -> eval (one job per fold) -> report; see slurm/submit.py.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from slurm.config import SubmitConfig
+from slurm.submit import SubmitError, run
+
+
+@hydra.main(version_base="1.3", config_path="../configs", config_name="submit")
+def main(raw: DictConfig) -> None:
+    cfg: SubmitConfig = OmegaConf.to_object(raw)
+    try:
+        run(cfg, overrides=list(HydraConfig.get().overrides.task))
+    except SubmitError as exc:
+        print(f"submit.py: {exc}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""Typed config of scripts/submit.py; Hydra rejects unknown keys against it.
+
+Cluster details (resources, partition, account) live here and in the sbatch templates, never
+in the training or evaluation code.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from hydra.core.config_store import ConfigStore
+
+from data.replay import TRAJECTORIES
+from eval.backend import BackendConfig
+from train.config import ModelConfig
+
+STEPS = ("prepare", "train", "eval", "report")
+_MEM = re.compile(r"\d+[KMGT]?")
+_TIME = re.compile(r"(\d+-)?\d+(:\d{2}){0,2}")
+_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+
+@dataclass
+class Resources:
+    """One job's request; each field becomes an sbatch option that wins over the template's."""
+
+    gpus: int = 1
+    """GPUs per job (``--gres=gpu:N``; 0 sends ``--gres=none``)."""
+    cpus: int = 16
+    mem: str = "96G"
+    time: str = "12:00:00"
+    partition: str | None = None
+    extra: list[str] = field(default_factory=list)
+    """Further sbatch options, e.g. ``[--constraint=h100, --qos=high]``."""
+
+    def check(self, step: str) -> None:
+        where = f"resources.{step}"
+        if self.gpus < 0 or self.cpus < 1:
+            raise ValueError(f"{where}: gpus must be >= 0 and cpus >= 1 (got {self.gpus}, {self.cpus})")
+        if not _MEM.fullmatch(self.mem):
+            raise ValueError(f"{where}.mem={self.mem!r}; expected a Slurm size such as 96G or 16000M")
+        if not _TIME.fullmatch(self.time):
+            raise ValueError(f"{where}.time={self.time!r}; expected [days-]hours:minutes:seconds")
+        bad = [e for e in self.extra if not e.startswith("--") or "\n" in e]
+        if bad:
+            raise ValueError(f"{where}.extra: {bad} are not single --option[=value] arguments")
+
+
+@dataclass
+class StepResources:
+    """H100 defaults, as in the templates; configs/profile/ holds the per-cluster values."""
+
+    prepare: Resources = field(default_factory=lambda: Resources(0, 4, "16G", "01:00:00"))
+    train: Resources = field(default_factory=lambda: Resources(1, 16, "96G", "12:00:00"))
+    eval: Resources = field(default_factory=lambda: Resources(1, 16, "96G", "06:00:00"))
+    report: Resources = field(default_factory=lambda: Resources(0, 2, "8G", "00:30:00"))
+
+
+@dataclass
+class SubmitConfig:
+    run: str = "qwen2.5-14b-instruct-vllm"
+    """Records and report go to ``<out_dir>/<run>/``; also the prefix of the job names."""
+    folds: list[str] = field(default_factory=lambda: list(TRAJECTORIES))
+    model: ModelConfig = field(default_factory=ModelConfig)
+    backend: BackendConfig = field(default_factory=BackendConfig)
+    resources: StepResources = field(default_factory=StepResources)
+    datasets_dir: str = "outputs/datasets"
+    adapters_dir: str = "outputs/adapters"
+    out_dir: str = "outputs/loo"
+    export_dir: str = "../shared/data/codex-trajectories"
+    logs_dir: str = "logs"
+    seed: int = 0
+    prepare: bool = True
+    """Submit the prepare job when datasets (or the tiny model) are missing."""
+    data_overrides: list[str] = field(default_factory=list)
+    """scripts/build_data.py overrides for the prepare job."""
+    train_overrides: list[str] = field(default_factory=list)
+    """train.py overrides for every training task (e.g. max_steps=30)."""
+    eval_overrides: list[str] = field(default_factory=list)
+    """scripts/loo.py overrides for every eval job (e.g. batch=64)."""
+    accelerate_config: str | None = None
+    """slurm/accelerate/ddp.yaml or fsdp_qlora.yaml for multi-GPU training; unset: one process."""
+    account: str | None = None
+    python: str | None = None
+    """The interpreter the jobs run; unset: the one running this script."""
+    sbatch: str = "sbatch"
+    """sbatch to call; scancel is taken from the same folder."""
+    dry_run: bool = False
+
+    def __post_init__(self) -> None:
+        unknown = [f for f in self.folds if f not in TRAJECTORIES]
+        if unknown or not self.folds:
+            raise ValueError(f"folds: {unknown or 'none given'}; expected some of {', '.join(TRAJECTORIES)}")
+        if len(set(self.folds)) != len(self.folds):
+            raise ValueError(f"folds: {self.folds} names a fold twice")
+        if not _NAME.fullmatch(self.run):
+            raise ValueError(f"run={self.run!r}; use letters, digits, '.', '_' and '-' only")
+        if self.backend.kind == "symbolic":
+            raise ValueError("backend=symbolic needs no cluster; run scripts/loo.py backend=symbolic")
+        for step in STEPS:
+            getattr(self.resources, step).check(step)
+        for name in ("data_overrides", "train_overrides", "eval_overrides"):
+            bad = [o for o in getattr(self, name) if "=" not in o or "\n" in o]
+            if bad:
+                raise ValueError(f"{name}: {bad} are not key=value overrides")
+
+
+ConfigStore.instance().store(name="submit_schema", node=SubmitConfig)

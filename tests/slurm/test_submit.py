@@ -1,0 +1,157 @@
+"""The submitter without a cluster: the planned job graph, the exact sbatch argument lists of a
+dry run, and the errors that stop a submission before anything reaches Slurm."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from data.replay import TRAJECTORIES
+from eval.config import compose_config
+from slurm.config import SubmitConfig
+from slurm.submit import TEMPLATES, SubmitError, parse_job_id, plan, run
+from tests.conftest import ROOT
+
+
+def config(tmp_path: Path, *overrides: str) -> SubmitConfig:
+    return compose_config(
+        "submit",
+        [f"datasets_dir={tmp_path / 'ds'}", f"adapters_dir={tmp_path / 'ad'}", *overrides],
+    )
+
+
+def dry_run(tmp_path: Path, *overrides: str) -> list[str]:
+    argv = [
+        sys.executable,
+        "scripts/submit.py",
+        "dry_run=true",
+        f"datasets_dir={tmp_path / 'ds'}",
+        f"adapters_dir={tmp_path / 'ad'}",
+        *overrides,
+    ]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_dry_run_prints_the_full_five_fold_graph_as_argument_lists(tmp_path: Path) -> None:
+    lines = dry_run(tmp_path)
+    argvs = [json.loads(line) for line in lines if line.startswith("[")]
+    assert len(argvs) == 1 + 1 + 5 + 1  # prepare, the train array, an eval per fold, report
+    assert all(a[:2] == ["sbatch", "--parsable"] for a in argvs)
+
+    def opt(argv: list[str], name: str) -> str | None:
+        return next((a.split("=", 1)[1] for a in argv if a.startswith(f"--{name}=")), None)
+
+    prepare, train, *evals, report = argvs
+    assert train[train.index(str(TEMPLATES["train"])) + 1] == ",".join(TRAJECTORIES)
+    assert opt(train, "array") == "0-14" and opt(train, "dependency") == "afterok:<prepare>"
+    assert (opt(train, "gres"), opt(train, "cpus-per-task"), opt(train, "mem")) == ("gpu:1", "16", "96G")
+    assert opt(prepare, "gres") == "none" and opt(prepare, "dependency") is None
+    for i, argv in enumerate(evals):
+        assert opt(argv, "array") == str(i)  # the task id picks the fold
+        own = ":".join(f"<train>_{3 * i + j}" for j in range(3))
+        assert opt(argv, "dependency") == f"afterok:{own}"
+        assert "--kill-on-invalid-dep=yes" in argv
+        assert "backend=vllm" in argv and "backend.serve.port=0" in argv
+    folds = ":".join(f"<eval/{f}>" for f in TRAJECTORIES)
+    assert opt(report, "dependency") == f"afterok:{folds}"
+    for argv in argvs:
+        assert opt(argv, "output") == "logs/%x-%A_%a.out"
+        assert opt(argv, "export").startswith(f"ALL,MEMOPS_ROOT={ROOT},MEMOPS_PYTHON=")
+    graph = "\n".join(lines)
+    assert "run qwen2.5-14b-instruct-vllm: 8 jobs for 5 fold(s)" in graph
+    assert "after <train>_12, <train>_13, <train>_14" in graph
+
+
+def test_cpu_profile_runs_the_tiny_model_on_the_local_backend_without_gpus(tmp_path: Path) -> None:
+    argvs = [json.loads(x) for x in dry_run(tmp_path, "profile=cpu", "folds=[model-routing]") if x[:1] == "["]
+    assert all("--gres=none" in a for a in argvs)
+    eval_argv = argvs[2]
+    assert "model=tiny" in eval_argv and "backend=hf" in eval_argv
+    assert not any(a.startswith("backend.serve") for a in eval_argv)
+    assert "max_steps=30" in argvs[1]  # the demo's short training
+
+
+def test_finished_adapters_and_present_datasets_are_not_redone(tmp_path: Path) -> None:
+    cfg = config(tmp_path, "folds=[permissions-flow,browser-surface]")
+    for op in ("extract", "compare", "update"):
+        for fold in ("permissions-flow", "browser-surface"):
+            (tmp_path / "ds" / fold / op).mkdir(parents=True)
+            (tmp_path / "ds" / fold / op / "dataset_dict.json").write_text("{}")
+        (tmp_path / "ad" / cfg.model.name / "permissions-flow" / op).mkdir(parents=True)
+        (tmp_path / "ad" / cfg.model.name / "permissions-flow" / op / "manifest.json").write_text("{}")
+    (tmp_path / "ad" / cfg.model.name / "browser-surface" / "compare").mkdir(parents=True)
+    (tmp_path / "ad" / cfg.model.name / "browser-surface" / "compare" / "manifest.json").write_text("{}")
+    jobs = {job.key: job for job in plan(cfg)}
+    assert list(jobs) == ["train", "eval/permissions-flow", "eval/browser-surface", "report"]
+    assert jobs["train"].array == [3, 5]  # browser-surface's extract and update
+    assert jobs["eval/permissions-flow"].after == []
+    assert jobs["eval/browser-surface"].after == [("train", 3), ("train", 5)]
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("folds=[nope]", "folds"),
+        ("resources.train.mem=lots", "resources.train.mem"),
+        ("resources.eval.time=tomorrow", "resources.eval.time"),
+        ("run=a/b", "run="),
+        ("backend=symbolic", "needs no cluster"),
+        ('train_overrides=["op.learning_rat=1"]', "train.py would not start"),
+        ('eval_overrides=["batch=many"]', "scripts/loo.py would not start"),
+        ("model.lora.r=8", "train_overrides"),
+        ("backend.concurrency=4", "eval_overrides"),
+        ('data_overrides=["folds=[all]"]', "leave out fold"),
+    ],
+)
+def test_bad_settings_stop_before_anything_is_submitted(tmp_path: Path, override: str, message: str) -> None:
+    with pytest.raises((SubmitError, ValueError), match=message):
+        plan(config(tmp_path, override))
+
+
+def test_a_missing_sbatch_is_named_and_nothing_is_submitted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    cfg = config(tmp_path, f"sbatch={tmp_path / 'bin' / 'sbatch'}", f"out_dir={tmp_path / 'loo'}")
+    with pytest.raises(SubmitError, match=r"bin/sbatch not found(.|\n)*nothing had been submitted"):
+        run(cfg, [])
+    assert not (tmp_path / "loo").exists()
+
+
+@pytest.mark.parametrize(("stdout", "job"), [("4242\n", "4242"), ("4242;lab\n", "4242")])
+def test_parsable_job_ids(stdout: str, job: str) -> None:
+    assert parse_job_id(stdout) == job
+
+
+@pytest.mark.parametrize("stdout", ["Submitted batch job 12", "", "12 13"])
+def test_anything_else_is_not_a_job_id(stdout: str) -> None:
+    with pytest.raises(ValueError, match="expected a job id"):
+        parse_job_id(stdout)
+
+
+def test_multi_gpu_training_passes_the_accelerate_config(tmp_path: Path) -> None:
+    lines = dry_run(tmp_path, "accelerate_config=slurm/accelerate/ddp.yaml", "resources.train.gpus=4")
+    train = json.loads(lines[1])
+    assert "--gres=gpu:4" in train
+    export = next(a for a in train if a.startswith("--export="))
+    assert export.endswith(f"MEMOPS_ACCELERATE_CONFIG={ROOT / 'slurm' / 'accelerate' / 'ddp.yaml'}")
+    assert "MEMOPS_ACCELERATE_CONFIG" not in json.loads(lines[2])[6]  # the eval job does not get it
+
+
+def test_the_accelerate_configs_load_with_accelerates_own_parser() -> None:
+    """Not run here (no GPU): this checks only that accelerate accepts the files as written."""
+    from accelerate.commands.config.config_args import load_config_from_file
+    from accelerate.utils import DistributedType
+
+    ddp = load_config_from_file(str(ROOT / "slurm" / "accelerate" / "ddp.yaml"))
+    fsdp = load_config_from_file(str(ROOT / "slurm" / "accelerate" / "fsdp_qlora.yaml"))
+    assert ddp.distributed_type == DistributedType.MULTI_GPU and ddp.mixed_precision == "bf16"
+    assert fsdp.distributed_type == DistributedType.FSDP
+    assert fsdp.fsdp_config["fsdp_cpu_ram_efficient_loading"] is True
+    assert fsdp.fsdp_config["fsdp_use_orig_params"] is False
