@@ -308,6 +308,8 @@ def graph(cfg: SubmitConfig, jobs: list[Job], ids: dict[str, str]) -> str:
 def run(cfg: SubmitConfig, overrides: list[str]) -> dict[str, str]:
     """Plan, then print the argument lists (dry run) or submit and record the submission."""
     jobs = plan(cfg)
+    if not cfg.prepare and missing_inputs(cfg):
+        print(f"warning: prepare=false, yet missing: {', '.join(missing_inputs(cfg))}", file=sys.stderr)
     if cfg.dry_run:
         ids = {job.key: f"<{job.key}>" for job in jobs}
         for job in jobs:

@@ -106,11 +106,13 @@ def test_one_fold_pipeline_runs_in_dependency_order(pipeline) -> None:
     assert {f"tiny-hf-train-{jobs['train']['id']}_{t}.out" for t in range(3)} <= names
 
 
-def test_resubmitting_a_finished_run_trains_nothing_and_redoes_no_sample(slurm: Cluster, pipeline) -> None:
+def test_resubmitting_a_finished_run_trains_nothing_and_redoes_no_sample(
+    slurm: Cluster, pipeline, tiny_model: Path
+) -> None:
     tmp, _, _, _ = pipeline
     records = (tmp / "loo" / "tiny-hf" / "folds" / FOLD / "records.jsonl").read_bytes()
     adapter = (tmp / "adapters" / "tiny" / FOLD / "update" / "adapter_model.safetensors").stat().st_mtime_ns
-    done = submit(slurm, tmp)
+    done = submit(slurm, tmp, f"model.path={tiny_model}")
     assert done.returncode == 0, done.stderr
     jobs = submitted(tmp)
     assert set(jobs) == {f"eval/{FOLD}", "report"}
@@ -126,6 +128,7 @@ def test_a_failing_train_task_cancels_eval_and_report(slurm: Cluster, tmp_path: 
     """No datasets and no prepare job: every training task exits 2 on its missing dataset."""
     done = submit(slurm, tmp_path, "prepare=false")
     assert done.returncode == 0, done.stderr
+    assert "warning: prepare=false, yet missing: datasets" in done.stderr
     jobs = submitted(tmp_path)
     assert set(jobs) == {"train", f"eval/{FOLD}", "report"}
     tasks = slurm.wait(expected(jobs), timeout_s=600)
