@@ -174,13 +174,9 @@ def plan(cfg: SubmitConfig) -> list[Job]:
         if not adapter_done(cfg, fold, op)
     ]
     if tasks:
-        todo = [f"{cfg.folds[t // len(OPS)]}/{OPS[t % len(OPS)]}" for t in tasks]
-        every = len(tasks) == len(cfg.folds) * len(OPS)
-        what = (
-            f"{len(tasks)} adapters: {len(cfg.folds)} fold(s) × {', '.join(OPS)}"
-            if every
-            else ", ".join(todo)
-        )
+        what = ", ".join(f"{cfg.folds[t // len(OPS)]}/{OPS[t % len(OPS)]}" for t in tasks)
+        if len(tasks) == len(cfg.folds) * len(OPS):
+            what = f"{len(tasks)} adapters: {len(cfg.folds)} fold(s) × {', '.join(OPS)}"
         jobs.append(Job("train", "train", tasks, args["train"], prepare, what=what))
     for i, fold in enumerate(cfg.folds):
         own = [("train", t) for t in tasks if t // len(OPS) == i]
@@ -308,8 +304,9 @@ def graph(cfg: SubmitConfig, jobs: list[Job], ids: dict[str, str]) -> str:
 def run(cfg: SubmitConfig, overrides: list[str]) -> dict[str, str]:
     """Plan, then print the argument lists (dry run) or submit and record the submission."""
     jobs = plan(cfg)
-    if not cfg.prepare and missing_inputs(cfg):
-        print(f"warning: prepare=false, yet missing: {', '.join(missing_inputs(cfg))}", file=sys.stderr)
+    missing = missing_inputs(cfg)
+    if missing and not cfg.prepare:
+        print(f"warning: prepare=false, yet missing: {', '.join(missing)}", file=sys.stderr)
     if cfg.dry_run:
         ids = {job.key: f"<{job.key}>" for job in jobs}
         for job in jobs:
