@@ -38,7 +38,9 @@ class SchemaCompiler:
         return self._compiler.compile_json_schema(schema, any_whitespace=False, separators=(",", ":"))
 
     def __call__(self, schema: dict[str, Any]):  # -> xgr.CompiledGrammar
-        return self._compile(json.dumps(schema, sort_keys=True))
+        # Never sort the keys: xgrammar emits properties in the order the schema text lists
+        # them, and the training completions follow the model's field order.
+        return self._compile(json.dumps(schema))
 
 
 def prompt_text(tokenizer: Any, messages: Messages) -> str:
