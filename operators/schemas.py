@@ -145,18 +145,51 @@ def fill_model(pair: str, branches: tuple[str, ...]) -> type[ExtractedClaim]:
     )
 
 
-def json_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The model's JSON schema with every property required, as constrained decoding needs.
+_REPEATED_CLASS = re.compile(r"^\^(\[[^\]]+\])(\[[^\]]+\])\*\$$")
+"""``^[first][rest]*$``: the identifier and branch patterns, whose length bound fits the regex."""
 
-    Defaults are for humans writing annotations; a generated object always spells every field,
-    so training targets and grammar agree on one shape.
+
+def _grammar_string(node: dict[str, Any]) -> None:
+    """Say a string's length bound in its pattern: xgrammar ignores ``maxLength`` beside a
+    ``pattern`` (and vLLM refuses such a schema outright), so ``^[a][b]*$`` with ``maxLength``
+    n becomes ``^[a][b]{0,n-1}$``. Any other patterned bound is left to validation."""
+    if "pattern" not in node or not {"maxLength", "minLength"} & node.keys():
+        return
+    shape = _REPEATED_CLASS.match(node["pattern"])
+    longest = node.pop("maxLength", None)
+    node.pop("minLength", None)  # the pattern's first class already asks for one character
+    if shape and longest is not None:
+        node["pattern"] = f"^{shape[1]}{shape[2]}{{0,{longest - 1}}}$"
+
+
+def _grammar_node(node: Any) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _grammar_node(item)
+        return
+    if not isinstance(node, dict):
+        return
+    if node.get("type") == "object" and "properties" in node:
+        node["required"] = list(node["properties"])
+        for prop in node["properties"].values():
+            prop.pop("default", None)
+    if node.get("type") == "string":
+        _grammar_string(node)
+    node.pop("uniqueItems", None)  # no grammar engine enforces it; parsing drops repeats
+    for value in node.values():
+        _grammar_node(value)
+
+
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema as grammar engines (xgrammar, locally and in vLLM) take it.
+
+    Every property is required: defaults are for humans writing annotations, and a generated
+    object always spells every field, so training targets and grammar agree on one shape.
+    Keywords xgrammar cannot enforce are rewritten into ones it can, or dropped where parsing
+    and validation enforce them after decoding.
     """
     schema = model.model_json_schema()
-    for node in [schema, *schema.get("$defs", {}).values()]:
-        if node.get("type") == "object" and "properties" in node:
-            node["required"] = list(node["properties"])
-            for prop in node["properties"].values():
-                prop.pop("default", None)
+    _grammar_node(schema)
     return schema
 
 
