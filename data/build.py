@@ -2,7 +2,9 @@
 
 Fold ``<holdout>``: train = synthetic (train part) + the other four trajectories, validation =
 synthetic (validation part), test = the holdout trajectory. Fold ``all``: every source in
-train, the same validation, no test; it is what deployed adapters train on.
+train, the same validation, no test; it is what deployed adapters train on. Fold
+``synthetic``: synthetic scenarios alone in train, the same validation, no test; no trajectory
+reaches its training, so its adapters are a held-out model for every trajectory at once.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from data.sessions import Episode
 OPS: tuple[str, ...] = ("extract", "compare", "update")
 SPLITS: tuple[str, ...] = ("train", "validation", "test")
 ALL = "all"
+SYNTHETIC = "synthetic"
+TRAINING_FOLDS: tuple[str, ...] = (ALL, SYNTHETIC)
+"""Folds that hold no trajectory out: they have train and validation splits and no test split."""
 
 
 class LeakageError(RuntimeError):
@@ -63,7 +68,8 @@ def fold_splits(
 ) -> dict[str, list[Episode]]:
     val = [e for e in synthetic if is_validation(e.id, validation_fraction)]
     train = [e for e in synthetic if not is_validation(e.id, validation_fraction)]
-    train += [t for t in trajectories if t.id != holdout]
+    if holdout != SYNTHETIC:
+        train += [t for t in trajectories if t.id != holdout]
     test = [t for t in trajectories if t.id == holdout]
     return {"train": train, "validation": val, "test": test}
 
@@ -140,11 +146,12 @@ def build_folds(
     sizes: dict[str, dict[str, dict[str, int]]] = {}
     for holdout in tqdm(folds, desc="folds", unit="fold", disable=not progress):
         episodes = fold_splits(holdout, synthetic, trajectories, validation_fraction)
+        held_out = trajectories if holdout == SYNTHETIC else [] if holdout == ALL else [by_id[holdout]]
         sizes[holdout] = {}
         for op in OPS:
             splits = {split: pool.examples(op, episodes[split]) for split in SPLITS}
-            if holdout != ALL:
-                check_leakage(by_id[holdout], splits)
+            for trajectory in held_out:
+                check_leakage(trajectory, splits)
             save_op(out_dir / holdout / op, splits)
             sizes[holdout][op] = {split: len(rows) for split, rows in splits.items()}
     return sizes

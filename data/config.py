@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from hydra.core.config_store import ConfigStore
 
+from data.build import TRAINING_FOLDS
 from data.replay import TRAJECTORIES
 
 
@@ -22,7 +23,7 @@ class DataConfig:
     export_dir: str = "../shared/data/codex-trajectories"
     out_dir: str = "outputs/datasets"
     tokenizer_dir: str = "outputs/models/tiny"
-    folds: list[str] = field(default_factory=lambda: [*TRAJECTORIES, "all"])
+    folds: list[str] = field(default_factory=lambda: [*TRAJECTORIES, *TRAINING_FOLDS])
     validate: bool = False
     progress: bool = True
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
+from data.build import SYNTHETIC
 from data.replay import TRAJECTORIES
 from eval.backend import BackendConfig
 from operators.engine import MODES
@@ -49,6 +50,9 @@ class LooConfig:
     adapters: str | None = None
     """A root holding ``<fold>/{extract,compare,update}``; unset: ``<adapters_dir>/<model>``,
     where missing adapters are trained first."""
+    adapters_fold: str | None = None
+    """Evaluate every fold with this training fold's adapters instead of each fold's own:
+    ``synthetic`` holds no trajectory in training, so its 3 adapters are held-out for all five."""
     adapters_dir: str = "outputs/adapters"
     datasets_dir: str = "outputs/datasets"
     out_dir: str = "outputs/loo"
@@ -65,6 +69,10 @@ class LooConfig:
         if unknown:
             raise ValueError(
                 f"folds: unknown trajectory {unknown}; expected some of {', '.join(TRAJECTORIES)}"
+            )
+        if self.adapters_fold not in (None, SYNTHETIC):
+            raise ValueError(
+                f"adapters_fold={self.adapters_fold!r}: only {SYNTHETIC!r} holds every trajectory out"
             )
 
 

@@ -30,6 +30,7 @@ from data.config import DataConfig
 from eval.config import compose_config
 from eval.serve import OPS
 from slurm.config import SubmitConfig
+from train.builds import built
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = {
@@ -67,7 +68,7 @@ def compose(name: str, overrides: list[str], where: str) -> Any:
 
 
 def missing_inputs(cfg: SubmitConfig) -> list[str]:
-    """What the prepare job would build: the datasets, and the tiny base for model=tiny."""
+    """What the prepare job would build: the datasets, and the base when the project builds it."""
     missing = []
     folds = [
         fold
@@ -76,8 +77,8 @@ def missing_inputs(cfg: SubmitConfig) -> list[str]:
     ]
     if folds:
         missing.append(f"datasets ({len(folds)} fold(s) missing)")
-    if cfg.model.name == "tiny" and not (Path(cfg.model.path) / "config.json").exists():
-        missing.append(f"the tiny model at {cfg.model.path}")
+    if cfg.model.build and not built(cfg.model.path):
+        missing.append(f"the {cfg.model.name} model at {cfg.model.path}")
     return missing
 
 
@@ -95,7 +96,7 @@ def job_args(cfg: SubmitConfig) -> dict[str, list[str]]:
         if cfg.backend.kind == "vllm"
         else []
     )
-    tokenizer = [f"tokenizer_dir={cfg.model.path}"] if cfg.model.name == "tiny" else []
+    tokenizer = [f"tokenizer_dir={cfg.model.path}"] if cfg.model.build else []
     return {
         "prepare": [
             cfg.model.name,

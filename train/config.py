@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
@@ -34,6 +35,9 @@ class ModelConfig:
     """Directory name under outputs/adapters/."""
     path: str = MISSING
     """Hub id or local directory; only safetensors weights are loaded, never remote code."""
+    build: str | None = None
+    """How the project builds ``path`` when it is missing (``train/builds.py``: tiny, smollm2);
+    unset: ``path`` is a hub id or a directory you provide."""
     load_in_4bit: bool = True
     quant_type: str = "nf4"
     double_quant: bool = True
@@ -66,6 +70,20 @@ class TrainConfig:
     """Build missing prerequisites first: the datasets (all folds) and, for model=tiny, the model."""
     export_dir: str = "../shared/data/codex-trajectories"
     """Commit export used when the datasets have to be built."""
+
+
+MODEL_CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "model"
+
+
+def model_config(name: str) -> ModelConfig:
+    """``configs/model/<name>.yaml`` as a typed config, for scripts that do not run under Hydra."""
+    from omegaconf import OmegaConf
+
+    path = MODEL_CONFIGS / f"{name}.yaml"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in MODEL_CONFIGS.glob("*.yaml")))
+        raise ValueError(f"no model config {path}; known: {known}")
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ModelConfig), OmegaConf.load(path)))
 
 
 ConfigStore.instance().store(name="train_schema", node=TrainConfig)

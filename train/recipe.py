@@ -13,6 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from train.builds import ensure_model
 from train.config import ModelConfig, TrainConfig
 
 ALL = "all"
@@ -37,6 +38,16 @@ def requeued() -> bool:
     return int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0) > 0
 
 
+def use_every_core() -> int:
+    """Threads for a single-process CPU run: ``accelerate launch`` exports ``OMP_NUM_THREADS=1``
+    on CPU, which would leave all but one core idle. Multi-process and GPU runs are left alone."""
+    import torch
+
+    if not torch.cuda.is_available() and int(os.environ.get("WORLD_SIZE", "1")) == 1:
+        torch.set_num_threads(len(os.sched_getaffinity(0)))
+    return torch.get_num_threads()
+
+
 def prepare(cfg: TrainConfig) -> None:
     """Build what a fresh checkout lacks, through the same code the dedicated scripts run."""
     if not (Path(cfg.datasets_dir) / (cfg.holdout or ALL) / cfg.op.name / "dataset_dict.json").exists():
@@ -45,11 +56,7 @@ def prepare(cfg: TrainConfig) -> None:
 
         print(f"building datasets into {cfg.datasets_dir} (scripts/build_data.py)", flush=True)
         build_data(DataConfig(out_dir=cfg.datasets_dir, export_dir=cfg.export_dir, seed=cfg.seed))
-    if cfg.model.name == "tiny" and not (Path(cfg.model.path) / "config.json").exists():
-        from train.tiny import build
-
-        print(f"building the tiny model at {cfg.model.path} (scripts/make_tiny_model.py)", flush=True)
-        build(Path(cfg.model.path))
+    ensure_model(cfg.model)
 
 
 def load_splits(cfg: TrainConfig):  # -> (train, validation) datasets.Dataset
@@ -180,6 +187,7 @@ def run(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[str, Any] 
 
     if cfg.prepare:
         prepare(cfg)
+    threads = use_every_core()
     set_seed(cfg.seed)
     train_ds, eval_ds, data_fingerprint = load_splits(cfg)
     model, tokenizer = load_model(cfg.model)
@@ -222,6 +230,7 @@ def run(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[str, Any] 
         eval_loss=evals[-1]["eval_loss"],
         tokens_seen=int(state.num_input_tokens_seen),
         wall_seconds=round(seconds, 2),
+        threads=threads,
         peak_memory_bytes=peak_memory_bytes(),
         log_history=state.log_history,
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from data.build import LeakageError, check_leakage
+from data.build import SYNTHETIC, TRAINING_FOLDS, LeakageError, check_leakage
 from data.config import DataConfig
 from data.examples import COMPARE_LABELS
 from data.pipeline import run
@@ -41,15 +41,18 @@ def test_every_fold_and_op_is_a_dataset_dict_with_jsonl(built: tuple[Path, dict]
     from datasets import load_from_disk
 
     out, _ = built
-    for fold in (*TRAJECTORIES, "all"):
+    for fold in (*TRAJECTORIES, *TRAINING_FOLDS):
         for op in ("extract", "compare", "update"):
             dd = load_from_disk(str(out / fold / op))
-            assert set(dd) == ({"train", "validation"} if fold == "all" else {"train", "validation", "test"})
+            held_out = fold not in TRAINING_FOLDS
+            assert set(dd) == ({"train", "validation", "test"} if held_out else {"train", "validation"})
             for split in dd:
                 lines = (out / fold / op / f"{split}.jsonl").read_text().splitlines()
                 assert len(lines) == dd[split].num_rows
             assert dd["train"].num_rows > 0 and dd["validation"].num_rows > 0
-            if fold != "all":
+            if fold == SYNTHETIC:  # no trajectory in training: held out for all five at once
+                assert set(dd["train"]["source"]) == {"synthetic"}
+            if held_out:
                 assert dd["test"].num_rows > 0
                 assert set(dd["test"]["group"]) == {fold}
                 assert set(dd["validation"]["source"]) == {"synthetic"}
@@ -80,7 +83,7 @@ def test_card_files_and_manifest(built: tuple[Path, dict]) -> None:
     out, _ = built
     card = json.loads((out / "card.json").read_text())
     assert card["length_unit"] == "characters"
-    assert set(card["folds"]) == {*TRAJECTORIES, "all"}
+    assert set(card["folds"]) == {*TRAJECTORIES, *TRAINING_FOLDS}
     assert "| conflicting/none |" in (out / "card.md").read_text()
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["seed"] == 0 and len(manifest["dataset_fingerprint"]) == 64
