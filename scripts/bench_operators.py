@@ -1,53 +1,50 @@
-"""Operator throughput of the hf backend: requests/s and tokens/s, free vs grammar-constrained.
+"""Operator throughput of both backends on the same adapters and prompts, in one run.
 
-The same prompts (a fold's test examples, repeated up to --requests) run once unconstrained
-and once under each operator's JSON schema, so the difference is the cost of the grammar.
-Tokens/s counts generated tokens. Extraction is measured direct and as the two-stage pair of
-calls (stage 1 on every note, stage 2 on every pair stage 1 chose).
+Each backend (``hf``: transformers + peft, the base loaded unquantized; ``vllm``: a real server
+started by the launcher from ``.venv-serve``) answers the same requests, built from one fold's
+held-out trajectory and repeated up to --requests: requests/s, generated tokens/s and the share
+of answers that parse and validate. Rows run with and without the operators' JSON schemas, so
+the grammar's cost shows too. Extraction is measured direct and as the two-stage pair of calls.
 
-    python scripts/bench_operators.py                          # tiny base, no adapters
     python scripts/bench_operators.py --adapters outputs/adapters/tiny/patch-guardrails
+    python scripts/bench_operators.py --model smollm2-135m-instruct \\
+        --adapters outputs/adapters/smollm2-135m-instruct/synthetic
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from data.replay import load_trajectory
-from eval.backend import adapter_dirs
-from operators.backends.hf import HFBackend
-from operators.learned import Extraction, LearnedOperators, Outcome
-from train.config import ModelConfig
-from train.tiny import build
+from eval.backend import BackendConfig, open_backend
+from operators.learned import LearnedOperators, Outcome
+from train.builds import ensure_model
+from train.config import model_config
 
 
-def timed(fn) -> tuple[list[Outcome], float]:
+def timed(fn: Callable[[], list[Outcome]]) -> tuple[list[Outcome], float]:
     began = time.perf_counter()
     out = fn()
     return out, time.perf_counter() - began
 
 
-def calls(extractions: list[Extraction]) -> list[Outcome]:
-    return [c for e in extractions for c in e.calls]
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="outputs/models/tiny")
-    ap.add_argument("--adapters", help="a directory holding extract/, compare/, update/")
-    ap.add_argument("--datasets", default="outputs/datasets")
+    ap.add_argument("--model", default="tiny", help="a config name in configs/model/")
+    ap.add_argument("--adapters", required=True, help="a directory holding extract/, compare/, update/")
+    ap.add_argument("--backends", default="hf,vllm")
     ap.add_argument("--fold", default="patch-guardrails")
     ap.add_argument("--export-dir", default="../shared/data/codex-trajectories")
     ap.add_argument("--requests", type=int, default=32)
-    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--batch-size", type=int, default=8, help="hf: requests per generate call")
     args = ap.parse_args()
 
-    if args.model == "outputs/models/tiny":
-        build(Path(args.model), log=False)
-    model = ModelConfig(name="bench", path=args.model, compute_dtype="float32", gradient_checkpointing=False)
-    backend = HFBackend.load(model, adapter_dirs(args.adapters) if args.adapters else {}, args.batch_size)
+    model = model_config(args.model)
+    ensure_model(model)
     episode = load_trajectory(args.fold, Path(args.export_dir))
     notes = [(s.note(), episode.catalog) for s in episode.sessions]
     notes = (notes * (args.requests // len(notes) + 1))[: args.requests]
@@ -56,33 +53,39 @@ def main() -> None:
     entries = [(None, c) for c in claims]
     entries = (entries * (args.requests // len(entries) + 1))[: args.requests]
 
-    device = "GPU" if backend.model.device.type == "cuda" else "CPU"
     print(
-        f"hf backend, {args.model} ({'adapters ' + args.adapters if args.adapters else 'no adapters'}), "
-        f"{device}, batch {args.batch_size}, {args.requests} requests per row"
+        f"{args.model}, adapters {args.adapters}, {args.requests} requests per row (CPU unless served on GPU)"
     )
-    print(
-        f"{'operator':<22}{'grammar':<10}{'requests':>9}{'seconds':>9}{'req/s':>9}{'tokens/s':>10}{'parsed':>8}"
-    )
-    for constrained in (False, True):
-        ops = LearnedOperators(backend, constrained=constrained)
-        rows = [
-            ("compare", lambda ops=ops: ops.compare(pairs)),
-            ("update", lambda ops=ops: ops.update(entries)),
-            ("extract direct", lambda ops=ops: [c for e in ops.extract(notes) for c in e.calls]),
-            (
-                "extract two-stage",
-                lambda ops=ops: [c for e in ops.extract(notes, "two-stage") for c in e.calls],
-            ),
-        ]
-        for name, run in rows:
-            outcomes, seconds = timed(run)
-            tokens = sum(o.completion_tokens for o in outcomes)
-            parsed = sum(o.error is None for o in outcomes) / len(outcomes)
-            print(
-                f"{name:<22}{'xgrammar' if constrained else 'none':<10}{len(outcomes):>9}{seconds:>9.2f}"
-                f"{len(outcomes) / seconds:>9.1f}{tokens / seconds:>10.0f}{parsed:>8.0%}"
-            )
+    header = f"{'backend':<9}{'operator':<20}{'grammar':<10}{'requests':>9}{'seconds':>9}{'req/s':>8}"
+    print(f"{header}{'tokens/s':>10}{'parsed':>8}")
+    for kind in args.backends.split(","):
+        cfg = BackendConfig(kind=kind, batch_size=args.batch_size, unquantized=True)
+        with (
+            tempfile.TemporaryDirectory() as scratch,
+            open_backend(cfg, model, args.adapters, [episode], Path(scratch) / "serve.log") as backend,
+        ):
+            LearnedOperators(backend).compare(pairs[:4])  # warm-up: first-request costs are not throughput
+            for constrained in (False, True):
+                ops = LearnedOperators(backend, constrained=constrained)
+                rows: list[tuple[str, Callable[[], list[Outcome]]]] = [
+                    ("compare", lambda ops=ops: ops.compare(pairs)),
+                    ("update", lambda ops=ops: ops.update(entries)),
+                    ("extract direct", lambda ops=ops: [c for e in ops.extract(notes) for c in e.calls]),
+                    (
+                        "extract two-stage",
+                        lambda ops=ops: [c for e in ops.extract(notes, "two-stage") for c in e.calls],
+                    ),
+                ]
+                for name, run in rows:
+                    outcomes, seconds = timed(run)
+                    tokens = sum(o.completion_tokens for o in outcomes)
+                    parsed = sum(o.error is None for o in outcomes) / len(outcomes)
+                    grammar = "xgrammar" if constrained else "none"
+                    print(
+                        f"{kind:<9}{name:<20}{grammar:<10}{len(outcomes):>9}{seconds:>9.2f}"
+                        f"{len(outcomes) / seconds:>8.1f}{tokens / seconds:>10.0f}{parsed:>8.0%}",
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":

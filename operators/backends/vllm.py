@@ -2,8 +2,9 @@
 
 Each request names its adapter as the model and passes its JSON schema as vLLM's
 ``structured_outputs`` extra parameter; decoding is greedy (temperature 0). Requests run
-concurrently under a bound. Only transport failures (connection errors, timeouts, 5xx) are
-retried, with exponential backoff; an answer that is not valid JSON is a model error for the
+concurrently under a bound. Only transport failures (connection errors, timeouts, 429, 5xx)
+are retried, with exponential backoff; a reply that is not a chat completion (no choices, an
+HTML page) is a server fault and raises; an answer that is not valid JSON is a model error for the
 operator layer to record, never a reason to ask again.
 """
 
@@ -13,7 +14,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from operators.backends import BackendError, Completion, Request
 
@@ -60,23 +61,33 @@ class VLLMBackend:
                         temperature=0,
                         extra_body=extra,
                     )
-                except (openai.APIConnectionError, openai.InternalServerError) as e:
+                except (openai.APIConnectionError, openai.InternalServerError, openai.RateLimitError) as e:
                     failure: Exception = e
+                except openai.AuthenticationError as e:
+                    raise BackendError(f"{self.base_url}: the server refused the API key (HTTP 401)") from e
                 except openai.APIStatusError as e:
                     raise BackendError(
                         f"{self.base_url}: the server refused a {request.adapter} request "
                         f"(HTTP {e.status_code}): {e.message}"
                     ) from e
                 else:
-                    usage = response.usage
-                    return Completion(
-                        text=response.choices[0].message.content or "",
-                        latency_s=time.perf_counter() - began,
-                        completion_tokens=usage.completion_tokens if usage else 0,
-                    )
+                    return self._completion(request, response, time.perf_counter() - began)
             if attempt < self.retries:
                 await asyncio.sleep(self.backoff_s * 2**attempt)
         raise BackendError(
             f"{self.base_url}: no answer to a {request.adapter} request after {self.retries + 1} attempts "
             f"({type(failure).__name__}: {failure}); is the server up?"
         )
+
+    def _completion(self, request: Request, response: Any, seconds: float) -> Completion:
+        try:
+            text = response.choices[0].message.content or ""
+        except (AttributeError, IndexError, TypeError) as e:
+            shown = str(response)[:200]
+            raise BackendError(
+                f"{self.base_url}: the reply to a {request.adapter} request is not a chat completion "
+                f"({type(e).__name__}): {shown!r}"
+            ) from e
+        usage = getattr(response, "usage", None)
+        tokens = usage.completion_tokens if usage else 0
+        return Completion(text=text, latency_s=seconds, completion_tokens=tokens)

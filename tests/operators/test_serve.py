@@ -1,94 +1,104 @@
-"""The vLLM launcher: its argument list, readiness on /v1/models, and process-group teardown.
-
-The ``vllm`` executable is replaced by a script that runs VLLMTestDouble (a test double, not
-vLLM), which is the only part that cannot run here.
-"""
+"""The vLLM launcher before any server starts: its argument list, CPU and GPU settings, and the
+inputs it refuses with a clear error. The running server is tested in tests/serve/."""
 
 from __future__ import annotations
 
-import os
-import stat
-import sys
+import json
 from pathlib import Path
 
 import pytest
 
-from eval.serve import ServeConfig, ServerFailed, VLLMServer, free_port, vllm_command
-from operators.backends import Request
-from operators.backends.vllm import VLLMBackend
+from eval.serve import SERVE_ENV_MARKER, ServeConfig, ServerFailed, VLLMServer
 
-DOUBLE = Path(__file__).with_name("vllm_double.py")
+OPS = ("extract", "compare", "update")
+
+
+def adapter(root: Path, name: str, rank: int = 16, weights: bool = True) -> Path:
+    path = root / name
+    path.mkdir(parents=True)
+    (path / "adapter_config.json").write_text(json.dumps({"r": rank, "lora_alpha": 2 * rank}))
+    if weights:
+        (path / "adapter_model.safetensors").write_bytes(b"")
+    return path
+
+
+def serve_env(root: Path, device: str) -> str:
+    """A serving venv as scripts/make_serve_env.py leaves it: an interpreter and its marker."""
+    python = root / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("")
+    (root / "venv" / SERVE_ENV_MARKER).write_text(json.dumps({"device": device, "vllm": "0.32.0"}))
+    return str(python)
 
 
 @pytest.fixture
 def adapters(tmp_path: Path) -> dict[str, Path]:
-    out = {}
-    for op in ("extract", "compare", "update"):
-        (tmp_path / op).mkdir()
-        (tmp_path / op / "adapter_config.json").write_text("{}")
-        out[op] = tmp_path / op
-    return out
+    return {op: adapter(tmp_path / "adapters", op) for op in OPS}
 
 
-@pytest.fixture
-def fake_vllm(tmp_path: Path) -> str:
-    """An executable named like the real one that starts the double; argv is passed through."""
-    exe = tmp_path / "bin" / "vllm"
-    exe.parent.mkdir()
-    root = Path(__file__).resolve().parents[2]
-    exe.write_text(
-        f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(root)!r})\n"
-        "from tests.operators.vllm_double import main\nmain(sys.argv)\n"
+def test_cpu_command_is_an_argument_list_without_gpu_flags(adapters: dict[str, Path], tmp_path: Path) -> None:
+    cfg = ServeConfig(
+        base="outputs/models/tiny", python=serve_env(tmp_path, "cpu"), port=8123, dtype="float32"
     )
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    return str(exe)
-
-
-def test_command_is_an_argument_list(adapters: dict[str, Path]) -> None:
-    cmd = vllm_command(ServeConfig(base="Qwen/Qwen2.5-14B-Instruct", port=8123), adapters)
-    assert cmd[:3] == ["vllm", "serve", "Qwen/Qwen2.5-14B-Instruct"]
+    server = VLLMServer(cfg, adapters, tmp_path / "log")
+    cmd = server.command()
+    assert cmd[:3] == [cfg.python, "-m", "vllm.entrypoints.openai.api_server"]
+    assert cmd[cmd.index("--model") + 1] == "outputs/models/tiny"
+    assert cmd[cmd.index("--served-model-name") + 1] == server.served_name
     assert cmd[cmd.index("--host") + 1] == "127.0.0.1"
     assert cmd[cmd.index("--port") + 1] == "8123"
-    assert "--enable-lora" in cmd
-    assert cmd[cmd.index("--max-loras") + 1] == "3"
+    assert cmd[cmd.index("--dtype") + 1] == "float32"
     assert cmd[cmd.index("--max-lora-rank") + 1] == "16"
     start = cmd.index("--lora-modules") + 1
-    assert cmd[start : start + 3] == [
-        f"{op}={adapters[op].resolve()}" for op in ("extract", "compare", "update")
-    ]
+    assert cmd[start : start + 3] == [f"{op}={adapters[op].resolve()}" for op in OPS]
+    outputs = json.loads(cmd[cmd.index("--structured-outputs-config") + 1])
+    assert outputs == {"backend": "xgrammar", "disable_any_whitespace": True}
+    assert "--gpu-memory-utilization" not in cmd and "--tensor-parallel-size" not in cmd
     assert all(isinstance(a, str) for a in cmd)
     assert not any("api-key" in a for a in cmd), "the key travels in the environment, not argv"
+    env = server.environment()
+    assert env["VLLM_CPU_KVCACHE_SPACE"] == "2" and env["VLLM_CPU_OMP_THREADS_BIND"] == "auto"
+    assert env["VLLM_API_KEY"] == server.api_key
 
 
-def test_server_is_ready_when_adapters_are_listed_and_group_is_torn_down(
-    adapters: dict[str, Path], fake_vllm: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_gpu_command_keeps_gpu_flags_and_no_cpu_settings(adapters: dict[str, Path], tmp_path: Path) -> None:
+    cfg = ServeConfig(base="Qwen/Qwen2.5-14B-Instruct", python=serve_env(tmp_path, "cuda"), dtype="bfloat16")
+    server = VLLMServer(cfg, adapters, tmp_path / "log")
+    cmd = server.command()
+    assert cmd[cmd.index("--gpu-memory-utilization") + 1] == "0.9"
+    assert cmd[cmd.index("--tensor-parallel-size") + 1] == "1"
+    assert "VLLM_CPU_KVCACHE_SPACE" not in server.environment()
+
+
+def test_max_lora_rank_is_read_from_the_adapters(tmp_path: Path) -> None:
+    dirs = {"extract": adapter(tmp_path, "extract", rank=8), "compare": adapter(tmp_path, "compare", rank=24)}
+    server = VLLMServer(ServeConfig(python=serve_env(tmp_path, "cpu")), dirs, tmp_path / "log")
+    assert server.max_lora_rank == 32  # the smallest value vLLM accepts that covers r=24
+
+
+def test_a_rank_above_the_configured_limit_is_refused(tmp_path: Path) -> None:
+    dirs = {"compare": adapter(tmp_path, "compare", rank=32)}
+    cfg = ServeConfig(python=serve_env(tmp_path, "cpu"), max_lora_rank=16)
+    with pytest.raises(ServerFailed, match=r"above max_lora_rank=16: compare \(r=32\)"):
+        VLLMServer(cfg, dirs, tmp_path / "log")
+
+
+def test_an_adapter_without_weights_is_refused(tmp_path: Path) -> None:
+    dirs = {"update": adapter(tmp_path, "update", weights=False)}
+    with pytest.raises(ServerFailed, match=r"update: no adapter_model\.safetensors"):
+        VLLMServer(ServeConfig(python=serve_env(tmp_path, "cpu")), dirs, tmp_path / "log")
+
+
+def test_an_adapter_directory_without_config_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ServerFailed, match=r"nope: no adapter_config\.json"):
+        VLLMServer(
+            ServeConfig(python=serve_env(tmp_path, "cpu")), {"update": tmp_path / "nope"}, tmp_path / "l"
+        )
+
+
+def test_a_missing_serving_env_names_the_command_that_makes_it(
+    adapters: dict[str, Path], tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("VLLM_API_KEY", "k-123")
-    monkeypatch.setenv("DOUBLE_STARTUP_S", "1.5")
-    cfg = ServeConfig(base="tiny", port=0, executable=fake_vllm, startup_timeout_s=60)
-    with VLLMServer(cfg, adapters, tmp_path / "serve.log") as server:
-        port = server.cfg.port
-        assert port > 0 and server.base_url == f"http://127.0.0.1:{port}/v1"  # port=0: a free one
-        assert {"extract", "compare", "update"} <= server.listed()
-        client = VLLMBackend(server.base_url, server.api_key)
-        [reply] = client.complete([Request("extract", [{"role": "user", "content": "x"}], None, 8)])
-        assert reply.text
-        pid = server.process.pid
-    with pytest.raises(ProcessLookupError):
-        os.killpg(pid, 0)
-
-
-def test_startup_failure_names_the_log_and_cleans_up(
-    adapters: dict[str, Path], fake_vllm: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("DOUBLE_CRASH", "1")
-    cfg = ServeConfig(base="tiny", port=free_port(), executable=fake_vllm, startup_timeout_s=60)
-    server = VLLMServer(cfg, adapters, tmp_path / "serve.log")
-    with pytest.raises(ServerFailed, match=r"exited with code 3(.|\n)*CUDA out of memory"):
-        server.__enter__()
-    assert server.process is not None and server.process.poll() == 3
-
-
-def test_missing_adapter_is_refused_before_starting(tmp_path: Path) -> None:
-    with pytest.raises(ServerFailed, match="update="):
-        VLLMServer(ServeConfig(), {"update": tmp_path / "nope"}, tmp_path / "log")
+    cfg = ServeConfig(python=str(tmp_path / "absent" / "bin" / "python"))
+    with pytest.raises(ServerFailed, match="make it with: make serve-env"):
+        VLLMServer(cfg, adapters, tmp_path / "log")

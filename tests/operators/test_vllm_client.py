@@ -1,4 +1,8 @@
-"""The vLLM client against VLLMTestDouble, a stand-in that speaks vLLM's documented HTTP shapes."""
+"""The vLLM client against VLLMTestDouble, a stand-in that speaks vLLM's documented HTTP shapes.
+
+Only faults a real server cannot be made to show on demand are tested here (scripted 5xx and
+429, malformed 200 replies, slow replies); the real server is tested in tests/serve/.
+"""
 
 from __future__ import annotations
 
@@ -74,10 +78,27 @@ def test_invalid_json_is_a_recorded_failure_not_a_retry() -> None:
     assert outcome.error is not None and outcome.error.startswith("invalid JSON")
 
 
-def test_a_client_error_is_not_retried() -> None:
-    with VLLMTestDouble(ADAPTERS, KEY) as double, pytest.raises(BackendError, match="HTTP 404"):
-        backend(double).complete([Request("no-such-adapter", [{"role": "user", "content": "x"}], None, 8)])
-    assert len(double.payloads) == 1
+def test_a_429_is_retried_with_backoff() -> None:
+    with VLLMTestDouble(ADAPTERS, KEY) as double:
+        double.replies.extend([(429, "slow down"), (429, "slow down"), (200, '{"action":"add"}')])
+        [reply] = backend(double).complete([Request("update", [{"role": "user", "content": "x"}], None, 8)])
+    assert reply.text == '{"action":"add"}'
+    assert len(double.payloads) == 3
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("application/json", b'{"id":"x","object":"chat.completion","model":"update","choices":[]}'),
+        ("text/html", b"<html><body>502 Bad Gateway</body></html>"),
+    ],
+    ids=["empty-choices", "html"],
+)
+def test_a_malformed_200_is_a_backend_error_naming_url_and_adapter(content_type: str, body: bytes) -> None:
+    with VLLMTestDouble(ADAPTERS, KEY) as double:
+        double.raw_replies.append((content_type, body))
+        with pytest.raises(BackendError, match=r"127\.0\.0\.1:\d+/v1: the reply to a update request"):
+            backend(double).complete([Request("update", [{"role": "user", "content": "x"}], None, 8)])
 
 
 def test_unreachable_server_is_a_clear_error() -> None:

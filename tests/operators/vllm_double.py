@@ -1,22 +1,20 @@
 """VLLMTestDouble: a test double of vLLM's OpenAI-compatible server, not vLLM.
 
-vLLM cannot run on this machine, so the client is tested against this stand-in. It speaks the
-documented shapes only: ``GET /v1/models`` (``{"object": "list", "data": [{"id", "object":
+It speaks the documented shapes only: ``GET /v1/models`` (``{"object": "list", "data": [{"id", "object":
 "model", ...}]}``, LoRA modules listed by name) and ``POST /v1/chat/completions`` (an OpenAI
 chat completion with ``choices[0].message.content`` and ``usage``). It checks the bearer key,
 rejects unknown model names with 404 as vLLM does, records every payload, and answers from a
 script of ``(status, content)`` replies. It also measures how many requests were in flight
 at once.
 
-Run as a program (``python vllm_double.py serve <base> --port N --lora-modules a=p ...``) it
-stands in for the ``vllm`` executable in launcher tests.
+The real server is tested in tests/serve/; this stand-in is kept only for what a real server
+cannot be made to do on demand: scripted 5xx and 429 replies, malformed 200 replies, slow
+replies, and a count of concurrent requests.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import sys
 import threading
 import time
 from collections import deque
@@ -31,6 +29,8 @@ class VLLMTestDouble:
         self.delay_s = delay_s
         self.payloads: list[dict[str, Any]] = []
         self.replies: deque[tuple[int, str]] = deque()
+        self.raw_replies: deque[tuple[str, bytes]] = deque()
+        """Malformed 200 replies, sent before any scripted one: (content type, body)."""
         self.default = (200, '{"ok":true}')
         self.in_flight = 0
         self.max_in_flight = 0
@@ -102,11 +102,19 @@ class VLLMTestDouble:
                         message = f"The model `{payload.get('model')}` does not exist."
                         self._send(404, {"object": "error", "message": message, "type": "NotFoundError"})
                         return
+                    with double._lock:
+                        raw = double.raw_replies.popleft() if double.raw_replies else None
+                    if raw is not None:
+                        self.send_response(200)
+                        self.send_header("Content-Type", raw[0])
+                        self.send_header("Content-Length", str(len(raw[1])))
+                        self.end_headers()
+                        self.wfile.write(raw[1])
+                        return
                     status, content = double._reply()
                     if status != 200:
-                        self._send(
-                            status, {"object": "error", "message": content, "type": "InternalServerError"}
-                        )
+                        kind = "RateLimitError" if status == 429 else "InternalServerError"
+                        self._send(status, {"object": "error", "message": content, "type": kind})
                         return
                     self._send(200, completion(payload["model"], content))
                 finally:
@@ -133,26 +141,3 @@ def completion(model: str, content: str) -> dict[str, Any]:
         ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
-
-
-def main(argv: list[str]) -> None:
-    """Stand in for ``vllm serve``: serve the named LoRA modules on the given port until killed."""
-    args = argv[1:]
-    port = int(args[args.index("--port") + 1])
-    start = args.index("--lora-modules") + 1
-    modules = []
-    for arg in args[start:]:
-        if arg.startswith("--"):
-            break
-        modules.append(arg.split("=", 1)[0])
-    if os.environ.get("DOUBLE_CRASH"):
-        print("simulated startup failure: CUDA out of memory", flush=True)
-        sys.exit(3)
-    time.sleep(float(os.environ.get("DOUBLE_STARTUP_S", "0")))
-    double = VLLMTestDouble([args[1], *modules], os.environ["VLLM_API_KEY"], port=port)
-    print(f"serving {modules} on {double.base_url}", flush=True)
-    double.server.serve_forever()
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -1,0 +1,47 @@
+"""Decoding parity of two runs over the same samples: the share whose raw model text is identical.
+
+Two backends that decode greedily under the same grammar, chat template and stop token, on the
+same weights in the same dtype, should write the same text. Comparing raw text, not scores,
+catches a difference even where both answers happen to be right (or wrong).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from eval.records import read_records, record_key
+
+
+def parity(run_a: Path, run_b: Path) -> dict[str, dict[str, Any]]:
+    """Per op: samples in both runs' learned variants, how many have identical raw text, and the share."""
+    a = {record_key(r): r for r in read_records(run_a / "records.jsonl") if r["raw"] is not None}
+    b = {record_key(r): r for r in read_records(run_b / "records.jsonl") if r["raw"] is not None}
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for key in sorted(a.keys() & b.keys()):
+        _, op, variant, _ = key
+        if variant == "symbolic":
+            continue
+        name = op if op != "extract" else f"extract/{variant}"
+        counts[name][0] += a[key]["raw"] == b[key]["raw"]
+        counts[name][1] += 1
+    return {
+        name: {"identical": same, "samples": total, "share": same / total if total else None}
+        for name, (same, total) in sorted(counts.items())
+    }
+
+
+def main() -> None:
+    """python -m eval.parity <run dir> <run dir>: prints the table and writes it as JSON to stdout."""
+    run_a, run_b = (Path(p) for p in sys.argv[1:3])
+    result = parity(run_a, run_b)
+    for name, row in result.items():
+        print(f"{name:20s} {row['identical']:4d}/{row['samples']:<4d} {row['share']:.1%}", file=sys.stderr)
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

