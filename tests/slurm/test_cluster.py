@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from data.build import OPS
 from eval.records import read_records
-from eval.serve import OPS
 from tests.conftest import ROOT
 from tests.slurm.cluster import Cluster, Task, array_tasks
 
@@ -191,10 +191,13 @@ def test_a_requeued_training_task_resumes_from_its_checkpoint(
     slurm.run("scontrol", "requeue", f"{job}_2")
     while slurm.tasks()[job, 2].state != "PENDING" and time.monotonic() < deadline:
         time.sleep(0.2)
-    slurm.run("scontrol", "update", f"JobId={job}_2", "StartTime=now")  # a requeue waits 2 min by default
+    # A requeue waits 2 min by default. Not "now": slurmd refuses a launch credential that is not
+    # newer, to the second, than its revocation of the killed run; on a fast node the relaunch lands
+    # within that second and the task FAILs without running (seen on CI).
+    slurm.run("scontrol", "update", f"JobId={job}_2", "StartTime=now+3")
     task = slurm.wait([(job, 2)], timeout_s=600)[job, 2]
     log = (tmp_path / f"memops-train-{job}_2.out").read_text()
-    assert task.state == "COMPLETED", log[-3000:]
+    assert task.state == "COMPLETED", f"{task.state} ({task.reason})\n{log[-3000:]}"
     assert "restart 0" in log and "restart 1" in log  # --open-mode=append keeps both runs
     manifest = json.loads((adapters / "tiny" / FOLD / "update" / "manifest.json").read_text())
     assert int(manifest["resumed_from"].rsplit("-", 1)[1]) >= 5  # a checkpoint of the first run
