@@ -2,8 +2,10 @@
 trajectory's test examples and replay that trajectory through the engine.
 
 Variants: ``direct`` and ``two-stage`` (learned operators; they differ in extraction only, so
-compare and update are run once, as ``learned``) and ``symbolic`` (the rules and gold
-extraction, run on the same inputs: the reference ceiling). Every sample becomes one record
+compare and update are run once, as ``learned``), ``prompted`` (the base model without
+adapters, the same prompts and grammar, two-stage extraction: the baseline of an instruct model
+used as a judge) and ``symbolic`` (the rules and gold extraction, run on the same inputs: the
+reference ceiling). Every sample becomes one record
 the moment it is scored; a restarted run skips what is recorded.
 """
 
@@ -11,7 +13,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -56,13 +60,21 @@ def _dump(output: Any) -> Any:
     return None if output is None else output.model_dump(mode="json")
 
 
+PROMPTED_EXTRACT = "two-stage"
+"""The prompted baseline extracts in two stages: the grammar then guarantees a valid answer."""
+
+
+def extract_mode(variant: str) -> str:
+    return PROMPTED_EXTRACT if variant == "prompted" else variant
+
+
 def extract_records(fold: str, variant: str, examples: Sequence[dict], episode: Episode, ops) -> list[Record]:
     sessions = {s.id: s for s in episode.sessions}
     chosen = [sessions[json.loads(e["inputs"])["session"]] for e in examples]
     if variant == "symbolic":
         results = [Extraction(list(s.claims), []) for s in chosen]
     else:
-        results = ops.extract([(s.note(), episode.catalog) for s in chosen], variant)
+        results = ops.extract([(s.note(), episode.catalog) for s in chosen], extract_mode(variant))
     out = []
     for example, session, result in zip(examples, chosen, results, strict=True):
         gold = [c.model_dump(mode="json") for c in session.claims]
@@ -123,7 +135,10 @@ def pair_records(fold: str, op: str, variant: str, examples: Sequence[dict], ops
 def engine_records(fold: str, variant: str, episode: Episode, ops: LearnedOperators | None) -> list[Record]:
     """Final-state key accuracy and query accuracy of the structured reader, one record each."""
     began = time.perf_counter()
-    result = replay(episode) if variant == "symbolic" else replay(episode, "learned", ops, variant)
+    if variant == "symbolic":
+        result = replay(episode)
+    else:
+        result = replay(episode, "learned", ops, extract_mode(variant))
     seconds = time.perf_counter() - began
     mem = result.memory
     cost = {"calls": dict(result.calls), "failures": dict(result.failures), "replay_s": seconds}
@@ -180,14 +195,25 @@ def evaluate_fold(
     batch: int = 32,
     progress: bool = True,
 ) -> None:
-    """Run every (op, variant) of one fold that is not fully recorded yet."""
+    """Run every (op, variant) of one fold that is not fully recorded yet.
+
+    ``ops`` runs the adapters; the prompted variant runs the same backend without them."""
+    prompted = replace(ops, adapters=False, calls=Counter())
+    by_variant = {"prompted": prompted}
     tests = {op: load_test(datasets_dir, fold, op) for op in ("extract", "compare", "update")}
+    # compare and update first: one short call per example, so a run cut short still has them.
     jobs: list[tuple[str, str, Callable[[Sequence[dict]], list[Record]]]] = []
-    for variant in (*EXTRACT_MODES, "symbolic"):
-        jobs.append(("extract", variant, lambda ex, v=variant: extract_records(fold, v, ex, episode, ops)))
     for op in ("compare", "update"):
-        for variant in ("learned", "symbolic"):
-            jobs.append((op, variant, lambda ex, op=op, v=variant: pair_records(fold, op, v, ex, ops)))
+        for variant in ("learned", "prompted", "symbolic"):
+            run_ops = by_variant.get(variant, ops)
+            jobs.append(
+                (op, variant, lambda ex, op=op, v=variant, o=run_ops: pair_records(fold, op, v, ex, o))
+            )
+    for variant in (*EXTRACT_MODES, "prompted", "symbolic"):
+        run_ops = by_variant.get(variant, ops)
+        jobs.append(
+            ("extract", variant, lambda ex, v=variant, o=run_ops: extract_records(fold, v, ex, episode, o))
+        )
     for op, variant, run in jobs:
         todo = [e for e in tests[op] if not records.done(fold, op, variant, e["id"])]
         with tqdm(
@@ -204,4 +230,5 @@ def evaluate_fold(
         if not records.done(fold, "engine_queries", variant, episode.queries[-1].id):
             if progress:
                 print(f"{fold}: engine replay ({variant})", flush=True)
-            records.add(engine_records(fold, variant, episode, ops if variant != "symbolic" else None))
+            run_ops = None if variant == "symbolic" else by_variant.get(variant, ops)
+            records.add(engine_records(fold, variant, episode, run_ops))

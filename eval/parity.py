@@ -17,7 +17,8 @@ from eval.records import read_records, record_key
 
 
 def parity(run_a: Path, run_b: Path) -> dict[str, dict[str, Any]]:
-    """Per op: samples in both runs' learned variants, how many have identical raw text, and the share."""
+    """Per op and model variant (learned, extraction modes, prompted): samples in both runs, how
+    many have identical raw text, and the share."""
     a = {record_key(r): r for r in read_records(run_a / "records.jsonl") if r["raw"] is not None}
     b = {record_key(r): r for r in read_records(run_b / "records.jsonl") if r["raw"] is not None}
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -25,7 +26,7 @@ def parity(run_a: Path, run_b: Path) -> dict[str, dict[str, Any]]:
         _, op, variant, _ = key
         if variant == "symbolic":
             continue
-        name = op if op != "extract" else f"extract/{variant}"
+        name = op if variant == "learned" else f"{op}/{variant}"
         counts[name][0] += a[key]["raw"] == b[key]["raw"]
         counts[name][1] += 1
     return {

@@ -7,13 +7,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from data.build import OPS
 from eval.metrics import bootstrap_ci, mcnemar_exact, paired_bootstrap
 from eval.records import Record, RecordsError, read_records, write_records
-from eval.serve import OPS
 
-VARIANTS = ("direct", "two-stage", "symbolic")
+VARIANTS = ("direct", "two-stage", "prompted", "symbolic")
 """Report variants. Records of compare and update carry ``learned`` (shared by both learned
-variants, since neither depends on extraction) or ``symbolic``."""
+variants, since neither depends on extraction), ``prompted`` or ``symbolic``."""
 METRICS = ("overall", "extract", "extract_value", "compare", "update", "engine_state", "engine_queries")
 PUBLISHED = {
     "extract": (0.30, 0.48),
@@ -50,18 +50,27 @@ def summarize(records: list[Record]) -> dict[str, Any]:
         summary["mean"][v] = {
             m: bootstrap_ci([x for f in folds for x in table.get((f, v, m), {}).values()]) for m in METRICS
         }
-    pairs = [
-        (table[f, "direct", "extract"][i], table[f, "two-stage", "extract"][i])
-        for f in folds
-        for i in sorted(table.get((f, "direct", "extract"), {}))
-        if i in table.get((f, "two-stage", "extract"), {})
-    ]
-    direct, staged = [a for a, _ in pairs], [b for _, b in pairs]
-    summary["tests"]["extract_direct_vs_two_stage"] = {
-        "mcnemar_exact_match": mcnemar_exact([a == 1.0 for a in direct], [b == 1.0 for b in staged]),
-        "paired_bootstrap_f1": paired_bootstrap(direct, staged),
+    summary["tests"]["extract_direct_vs_two_stage"] = _paired(table, folds, "direct", "two-stage", "extract")
+    summary["tests"]["learned_vs_prompted"] = {
+        m: _paired(table, folds, "prompted", "two-stage", m) for m in ("overall", *OPS)
     }
     return summary
+
+
+def _paired(table: dict, folds: list[str], first: str, second: str, metric: str) -> dict[str, Any]:
+    """Exact McNemar on exact match and a paired bootstrap on the score, over the shared examples
+    of every fold; ``second − first`` is the direction of the bootstrap's difference."""
+    pairs = [
+        (table[f, first, metric][i], table[f, second, metric][i])
+        for f in folds
+        for i in sorted(table.get((f, first, metric), {}))
+        if i in table.get((f, second, metric), {})
+    ]
+    a, b = [x for x, _ in pairs], [y for _, y in pairs]
+    return {
+        "mcnemar_exact_match": mcnemar_exact([x == 1.0 for x in a], [y == 1.0 for y in b]),
+        "paired_bootstrap": paired_bootstrap(a, b),
+    }
 
 
 def _cell(stat: dict[str, Any]) -> str:
@@ -109,7 +118,7 @@ def markdown(summary: dict[str, Any], run: dict[str, Any]) -> str:
         cells = " | ".join(_cell(s[m]) for m in ("extract_value", "engine_state", "engine_queries"))
         lines.append(f"| {variant} | {cells} |")
     t = summary["tests"]["extract_direct_vs_two_stage"]
-    m, b = t["mcnemar_exact_match"], t["paired_bootstrap_f1"]
+    m, b = t["mcnemar_exact_match"], t["paired_bootstrap"]
     lines += [
         "",
         "## Direct vs two-stage extraction (paired, all folds)",
@@ -122,6 +131,23 @@ def markdown(summary: dict[str, Any], run: dict[str, Any]) -> str:
             f"- Paired bootstrap on schema F1 (two-stage − direct): {b['mean_diff']:+.3f} "
             f"[{b['ci'][0]:+.3f}, {b['ci'][1]:+.3f}], p = {b['p']:.3g}."
         )
+    lines += [
+        "",
+        "## Learned (two-stage) vs prompted (paired, all folds)",
+        "",
+        "`prompted` is the base model without adapters, with the same prompts and grammar and "
+        "two-stage extraction: an instruct model used as a judge, as memory systems such as Mem0, "
+        "Graphiti and Zep run these operators.",
+        "",
+        "| Metric | right only prompted | right only learned | McNemar p | learned − prompted [95% CI] |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for metric, t in summary["tests"]["learned_vs_prompted"].items():
+        m, b = t["mcnemar_exact_match"], t["paired_bootstrap"]
+        diff = (
+            "–" if b["mean_diff"] is None else f"{b['mean_diff']:+.3f} [{b['ci'][0]:+.3f}, {b['ci'][1]:+.3f}]"
+        )
+        lines.append(f"| {metric} | {m['only_first']} | {m['only_second']} | {m['p']:.3g} | {diff} |")
     ref = ", ".join(f"{k} {d:.2f} / {s:.2f}" for k, (d, s) in PUBLISHED.items())
     lines += [
         "",
@@ -239,13 +265,24 @@ def merge_folds(run_dir: Path, folds: list[str]) -> int:
 
 
 def table(summary: dict[str, Any]) -> str:
-    """The console table: per holdout, overall and extract for both learned variants."""
+    """The console table: per holdout, overall and extract for both learned variants; then the
+    prompted baseline and the rules, and compare and update over all folds."""
     names = ("Overall direct", "Overall 2-stage", "Extract direct", "Extract 2-stage")
     lines = [f"{'Holdout':<18}" + "".join(f"{n:>22}" for n in names)]
     rows = [*summary["folds"].items(), ("all folds", summary["mean"])]
     for fold, s in rows:
         cells = [_cell(s[v][m]) for m in ("overall", "extract") for v in ("direct", "two-stage")]
         lines.append(f"{fold:<18}" + "".join(f"{c:>22}" for c in cells))
+    s = summary["mean"]["prompted"]  # two-stage extraction, like the learned row it is paired with
+    lines.append(f"{'prompted (base)':<18}{'':>22}{_cell(s['overall']):>22}{'':>22}{_cell(s['extract']):>22}")
     s = summary["mean"]["symbolic"]
     lines.append(f"{'symbolic (ref.)':<18}{_cell(s['overall']):>22}{'':>22}{_cell(s['extract']):>22}")
+    lines += ["", f"{'All folds':<18}" + "".join(f"{n:>22}" for n in ("Compare", "Update"))]
+    for variant, label in (
+        ("two-stage", "learned"),
+        ("prompted", "prompted (base)"),
+        ("symbolic", "symbolic"),
+    ):
+        s = summary["mean"][variant]
+        lines.append(f"{label:<18}{_cell(s['compare']):>22}{_cell(s['update']):>22}")
     return "\n".join(lines)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from memory.claims import Claim
 from memory.state import Entry
-from operators.backends import Backend, Messages, Request
+from operators.backends import BASE, Backend, Messages, Request
 from operators.prompts import (
     compare_messages,
     extract_messages,
@@ -128,11 +128,16 @@ def parse_selection(model: type[BaseModel], text: str) -> tuple[BaseModel | None
 
 @dataclass
 class LearnedOperators:
-    """The three operators on a backend. ``calls`` counts model calls per step."""
+    """The three operators on a backend. ``calls`` counts model calls per step.
+
+    With ``adapters=False`` every call runs on the bare base with the same prompts and grammar:
+    the prompted baseline, i.e. an instruct model used as a judge the way Mem0, Graphiti and
+    Zep run these operators."""
 
     backend: Backend
     budget: Budget = field(default_factory=Budget)
     constrained: bool = True
+    adapters: bool = True
     calls: Counter[str] = field(default_factory=Counter)
 
     def _schema(self, model: type[BaseModel]) -> dict[str, Any] | None:
@@ -145,7 +150,7 @@ class LearnedOperators:
     def _ask(self, step: str, asks: list[tuple[str, Messages, type[BaseModel], Any, int]]) -> list[Outcome]:
         if not asks:
             return []
-        requests = [Request(a, m, schema, n) for a, m, _, schema, n in asks]
+        requests = [Request(a if self.adapters else BASE, m, schema, n) for a, m, _, schema, n in asks]
         completions = self.backend.complete(requests)
         self.calls[step] += len(asks)
         reader = parse_selection if step == "select" else parse

@@ -12,12 +12,15 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 Messages = list[dict[str, str]]
+BASE = "base"
+"""The adapter name that means no adapter: the bare base model, prompted (the baseline)."""
 
 
 @dataclass(frozen=True)
 class Request:
     adapter: str
-    """Adapter name (``extract``, ``compare``, ``update``); the served LoRA module of that name."""
+    """Adapter name (``extract``, ``compare``, ``update``), the served LoRA module of that name;
+    ``BASE`` runs the base model alone."""
     messages: Messages
     json_schema: dict[str, Any] | None
     """Constrains decoding when given; ``None`` decodes freely."""

@@ -10,6 +10,7 @@ completion.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -17,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from operators.backends import BackendError, Completion, Messages, Request
+from operators.backends import BASE, BackendError, Completion, Messages, Request
 
 IM_END = "<|im_end|>"
 PREFIX = "op_"
@@ -127,25 +128,39 @@ class HFBackend:
         out: list[Completion | None] = [None] * len(requests)
         groups: dict[tuple[str, bool, int], list[int]] = {}
         for i, r in enumerate(requests):
-            if self.adapters and r.adapter not in self.adapters:
+            if self.adapters and r.adapter not in (*self.adapters, BASE):
                 raise BackendError(f"no adapter named {r.adapter!r}; loaded: {', '.join(self.adapters)}")
             groups.setdefault((r.adapter, r.json_schema is not None, r.max_tokens), []).append(i)
         for (adapter, _, max_tokens), idx in groups.items():
-            if self.adapters:
-                self.model.set_adapter(PREFIX + adapter)
-            idx.sort(key=lambda i: len(prompt_text(self.tokenizer, requests[i].messages)))
-            for start in range(0, len(idx), self.batch_size):
-                chunk = [requests[i] for i in idx[start : start + self.batch_size]]
-                grammars = [self.compile(r.json_schema) if r.json_schema else None for r in chunk]
-                began = time.perf_counter()
-                texts, counts = generate(
-                    self.model,
-                    self.tokenizer,
-                    [r.messages for r in chunk],
-                    max_tokens,
-                    grammars,
-                )
-                share = (time.perf_counter() - began) / len(chunk)
-                for i, text, n in zip(idx[start : start + self.batch_size], texts, counts, strict=True):
-                    out[i] = Completion(text=text, latency_s=share, completion_tokens=n)
+            with self._running(adapter):
+                self._generate(requests, idx, max_tokens, out)
         return [c for c in out if c is not None]
+
+    def _running(self, adapter: str) -> contextlib.AbstractContextManager[object]:
+        """The adapter named, or none at all for ``BASE`` (peft's disable_adapter)."""
+        if not self.adapters:
+            return contextlib.nullcontext()
+        if adapter == BASE:
+            return self.model.disable_adapter()
+        self.model.set_adapter(PREFIX + adapter)
+        return contextlib.nullcontext()
+
+    def _generate(
+        self, requests: Sequence[Request], idx: list[int], max_tokens: int, out: list[Completion | None]
+    ) -> None:
+        """Greedy batches of the requests at ``idx``, shortest prompts first, into ``out``."""
+        idx.sort(key=lambda i: len(prompt_text(self.tokenizer, requests[i].messages)))
+        for start in range(0, len(idx), self.batch_size):
+            chunk = [requests[i] for i in idx[start : start + self.batch_size]]
+            grammars = [self.compile(r.json_schema) if r.json_schema else None for r in chunk]
+            began = time.perf_counter()
+            texts, counts = generate(
+                self.model,
+                self.tokenizer,
+                [r.messages for r in chunk],
+                max_tokens,
+                grammars,
+            )
+            share = (time.perf_counter() - began) / len(chunk)
+            for i, text, n in zip(idx[start : start + self.batch_size], texts, counts, strict=True):
+                out[i] = Completion(text=text, latency_s=share, completion_tokens=n)

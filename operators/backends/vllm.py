@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from operators.backends import BackendError, Completion, Request
+from operators.backends import BASE, BackendError, Completion, Request
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -31,6 +31,9 @@ class VLLMBackend:
     timeout_s: float = 120.0
     retries: int = 4
     backoff_s: float = 0.5
+    base_model: str | None = None
+    """The served base's name, asked for by ``BASE`` requests; unset: the listed model without a
+    parent (vLLM lists each LoRA module with its base as parent)."""
 
     def complete(self, requests: Sequence[Request]) -> list[Completion]:
         return asyncio.run(self._all(requests))
@@ -44,7 +47,18 @@ class VLLMBackend:
         )
         gate = asyncio.Semaphore(self.concurrency)
         async with client:
+            if self.base_model is None and any(r.adapter == BASE for r in requests):
+                self.base_model = await self._base(client)
             return list(await asyncio.gather(*(self._one(client, gate, r) for r in requests)))
+
+    async def _base(self, client: AsyncOpenAI) -> str:
+        listed = [m.model_dump() async for m in client.models.list()]
+        bases = [m["id"] for m in listed if m.get("parent") is None]
+        if len(bases) != 1:
+            raise BackendError(
+                f"{self.base_url}: cannot tell the base model among {[m['id'] for m in listed]}"
+            )
+        return bases[0]
 
     async def _one(self, client: AsyncOpenAI, gate: asyncio.Semaphore, request: Request) -> Completion:
         import openai
@@ -55,7 +69,7 @@ class VLLMBackend:
                 began = time.perf_counter()
                 try:
                     response = await client.chat.completions.create(
-                        model=request.adapter,
+                        model=self.base_model if request.adapter == BASE else request.adapter,
                         messages=request.messages,  # type: ignore[arg-type]
                         max_tokens=request.max_tokens,
                         temperature=0,

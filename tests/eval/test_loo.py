@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from data.build import OPS
 from eval.config import LooConfig
 from eval.loo import run
 from eval.records import RecordsError, read_records
 from eval.report import METRICS, VARIANTS
-from eval.serve import OPS
 from tests.conftest import ROOT
 from train.config import ModelConfig
 
@@ -63,10 +63,13 @@ def test_oracle_run_scores_perfectly_and_writes_everything(uninterrupted) -> Non
     assert keys == {
         ("extract", "direct"),
         ("extract", "two-stage"),
+        ("extract", "prompted"),
         ("extract", "symbolic"),
         ("compare", "learned"),
+        ("compare", "prompted"),
         ("compare", "symbolic"),
         ("update", "learned"),
+        ("update", "prompted"),
         ("update", "symbolic"),
         *{(op, v) for op in ("engine_state", "engine_queries") for v in VARIANTS},
     }

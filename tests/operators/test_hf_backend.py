@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from data.replay import load_trajectory
-from operators.backends import BackendError, Request
+from operators.backends import BASE, BackendError, Request
 from operators.backends.hf import HFBackend
 from operators.learned import LearnedOperators
 from operators.schemas import CompareOutput, ExtractOutput, Selection, json_schema
@@ -97,3 +97,16 @@ def test_adapters_switch_per_request(tiny_model: Path, random_adapters: dict[str
     assert len(set(alone.values())) > 1, "adapters with random weights should not all agree"
     with pytest.raises(BackendError, match="no adapter named 'judge'"):
         mixed.complete([Request("judge", prompt, json_schema(CompareOutput), 8)])
+
+
+def test_base_requests_run_without_any_adapter(
+    bare: HFBackend, tiny_model: Path, random_adapters: dict[str, Path]
+) -> None:
+    """The prompted baseline: BASE on a backend holding adapters answers as the bare base."""
+    prompt = [{"role": "user", "content": "Which database does the app use?"}]
+    mixed = HFBackend.load(tiny_config(tiny_model), random_adapters)
+    replies = mixed.complete([Request(op, prompt, None, 12) for op in ("compare", BASE, "update", BASE)])
+    base = bare.complete([Request(BASE, prompt, None, 12)])[0].text
+    assert replies[1].text == replies[3].text == base
+    assert replies[0].text != base, "the compare adapter should change the answer"
+    assert mixed.complete([Request("compare", prompt, None, 12)])[0].text == replies[0].text
