@@ -11,8 +11,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from data.build import OPS
 from data.sessions import Episode
-from eval.serve import OPS, ServeConfig, ServerFailed, VLLMServer
+from eval.serve import ServeConfig, ServerFailed, VLLMServer
 from operators.backends import Backend, BackendError, Completion, Request
 from operators.backends.vllm import VLLMBackend
 from train.config import ModelConfig
@@ -115,5 +116,7 @@ def open_backend(
         cfg.serve, base=cfg.serve.base or model.path, dtype=cfg.serve.dtype or model.compute_dtype
     )
     with VLLMServer(serve, dirs, log) as server:
-        client = VLLMBackend(server.base_url, server.api_key, cfg.concurrency, cfg.timeout_s)
+        client = VLLMBackend(
+            server.base_url, server.api_key, cfg.concurrency, cfg.timeout_s, base_model=server.served_name
+        )
         yield ServedBackend(client, server)

@@ -8,7 +8,7 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
-from data.build import SYNTHETIC
+from data.build import OPS, SYNTHETIC
 from data.replay import TRAJECTORIES
 from eval.backend import BackendConfig
 from operators.engine import MODES
@@ -60,6 +60,9 @@ class LooConfig:
     seed: int = 0
     train_overrides: list[str] = field(default_factory=list)
     """train.py overrides used when an adapter has to be trained (e.g. max_steps=30)."""
+    op_train_overrides: dict[str, list[str]] = field(default_factory=dict)
+    """Per-operator train.py overrides, applied after ``train_overrides`` (e.g. a step budget
+    per operator: compare learns slowest)."""
     batch: int = 32
     """Samples per operator call; records are flushed after each batch."""
     progress: bool = True
@@ -70,6 +73,8 @@ class LooConfig:
             raise ValueError(
                 f"folds: unknown trajectory {unknown}; expected some of {', '.join(TRAJECTORIES)}"
             )
+        if unknown := sorted(set(self.op_train_overrides) - set(OPS)):
+            raise ValueError(f"op_train_overrides: unknown operator {unknown}; expected some of {OPS}")
         if self.adapters_fold not in (None, SYNTHETIC):
             raise ValueError(
                 f"adapters_fold={self.adapters_fold!r}: only {SYNTHETIC!r} holds every trajectory out"

@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from data.build import OPS
 from data.manifest import fingerprint, write_manifest
 from data.replay import load_trajectory
 from eval.backend import ServedBackend, open_backend
@@ -16,7 +17,6 @@ from eval.config import LooConfig, compose_config
 from eval.harness import evaluate_fold, load_test
 from eval.records import Records
 from eval.report import build_report
-from eval.serve import OPS
 from operators.learned import LearnedOperators
 from operators.symbolic import SymbolicBackend
 from train.config import TrainConfig
@@ -54,6 +54,7 @@ def train_config(cfg: LooConfig, fold: str, op: str) -> tuple[TrainConfig, list[
         f"seed={cfg.seed}",
         "resume=true",
         *cfg.train_overrides,
+        *cfg.op_train_overrides.get(op, []),
     ]
     return compose_config("train", overrides), overrides
 
@@ -84,20 +85,25 @@ def run(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
     began = time.perf_counter()
     ensure_datasets(cfg)
     serving: dict[str, Any] = {}
-    for fold in cfg.folds:
-        episode = load_trajectory(fold, Path(cfg.export_dir))
-        adapters = ensure_adapters(cfg, fold) if cfg.backend.kind != "symbolic" else None
-        log = out / "logs" / f"serve-{fold}.log"
-        with open_backend(cfg.backend, cfg.model, adapters, [episode], log) as backend:
+    # One backend per set of adapters: each fold's own, or one for every fold when they share
+    # the adapters of ``adapters_fold`` (a single vLLM server then serves the whole run).
+    for folds in [cfg.folds] if cfg.adapters_fold else [[f] for f in cfg.folds]:
+        episodes = {f: load_trajectory(f, Path(cfg.export_dir)) for f in folds}
+        adapters = ensure_adapters(cfg, folds[0]) if cfg.backend.kind != "symbolic" else None
+        name = cfg.adapters_fold or folds[0]
+        log = out / "logs" / f"serve-{name}.log"
+        with open_backend(cfg.backend, cfg.model, adapters, list(episodes.values()), log) as backend:
             if isinstance(backend, SymbolicBackend):
-                for op in ("compare", "update"):
-                    for example in load_test(Path(cfg.datasets_dir), fold, op):
-                        backend.remember(example["prompt"], example["completion"][0]["content"])
+                for fold in folds:
+                    for op in ("compare", "update"):
+                        for example in load_test(Path(cfg.datasets_dir), fold, op):
+                            backend.remember(example["prompt"], example["completion"][0]["content"])
             if isinstance(backend, ServedBackend):
-                serving[fold] = backend.describe()
+                serving[name] = backend.describe()
             ops = LearnedOperators(backend)
-            evaluate_fold(fold, episode, Path(cfg.datasets_dir), ops, records, cfg.batch, cfg.progress)
-        print(f"{fold}: done ({len(records.records)} records so far)", flush=True)
+            for fold, episode in episodes.items():
+                evaluate_fold(fold, episode, Path(cfg.datasets_dir), ops, records, cfg.batch, cfg.progress)
+                print(f"{fold}: done ({len(records.records)} records so far)", flush=True)
     write_manifest(
         out,
         config=asdict(cfg),

@@ -37,7 +37,6 @@ from typing import Any
 from operators.backends import BackendError
 
 HOST = "127.0.0.1"
-OPS = ("extract", "compare", "update")
 SERVE_ENV_MARKER = "memops-serve.json"
 """Written by scripts/make_serve_env.py into the serving venv: what it holds and for which device."""
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)

@@ -7,8 +7,10 @@ summary.json, report.md and figures under outputs/loo/<run>/. Rerunning resumes.
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
+from types import FrameType
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -22,9 +24,17 @@ from eval.report import table
 from operators.backends import BackendError
 
 
+def _exit(signum: int, frame: FrameType | None) -> None:
+    """scancel, a Slurm requeue and kill send SIGTERM, which by default ends Python without
+    unwinding; as SystemExit it runs the context managers, so a vLLM server we started is
+    stopped instead of outliving us on its port. Records are already flushed."""
+    raise SystemExit(128 + signum)
+
+
 @hydra.main(version_base="1.3", config_path="../configs", config_name="loo")
 def main(raw: DictConfig) -> None:
     cfg: LooConfig = OmegaConf.to_object(raw)
+    signal.signal(signal.SIGTERM, _exit)
     try:
         summary = run(cfg, overrides=list(HydraConfig.get().overrides.task))
     except (BackendError, DataError, RecordsError, FileNotFoundError) as exc:

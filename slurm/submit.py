@@ -26,9 +26,9 @@ from typing import Any
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
+from data.build import OPS
 from data.config import DataConfig
 from eval.config import compose_config
-from eval.serve import OPS
 from slurm.config import SubmitConfig
 from train.builds import built
 

@@ -11,17 +11,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from data.build import OPS
 from eval.backend import ServedBackend, adapter_dirs
 from eval.config import compose_config
 from eval.loo import run as run_loo
 from eval.parity import parity
 from eval.records import read_records, record_key
-from eval.serve import OPS, ServeConfig, ServerFailed, VLLMServer, serve_env
+from eval.report import VARIANTS
+from eval.serve import ServeConfig, ServerFailed, VLLMServer, serve_env
 from memory.example import example_claims
 from operators.backends import BackendError, Request
 from operators.backends.vllm import VLLMBackend
@@ -35,10 +41,8 @@ SERVE_PYTHON = ROOT / ".venv-serve" / "bin" / "python"
 FOLD = "patch-guardrails"
 
 
-def serve_config(tiny_model: Path, **kw) -> ServeConfig:
-    return ServeConfig(
-        base=str(tiny_model), python=str(SERVE_PYTHON), dtype="float32", max_model_len=4096, **kw
-    )
+def serve_config(base: Path, **kw) -> ServeConfig:
+    return ServeConfig(base=str(base), python=str(SERVE_PYTHON), dtype="float32", max_model_len=4096, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +134,17 @@ def test_every_operator_answers_compact_json_that_validates(backend, small_datas
         assert call.raw == json.dumps(json.loads(call.raw), separators=(",", ":"), ensure_ascii=False)
 
 
+def test_the_prompted_baseline_runs_on_the_served_base(server: VLLMServer, backend) -> None:
+    """BASE requests name the launcher's served base; a client given only a URL finds the base
+    among the listed models (the one without a parent) and gets the same greedy answer."""
+    claims = example_claims()
+    pairs = [(claims[0], claims[1]), (claims[1], claims[2])]
+    served = LearnedOperators(backend, adapters=False).compare(pairs)
+    by_url = LearnedOperators(VLLMBackend(server.base_url, server.api_key), adapters=False).compare(pairs)
+    assert all(o.error is None for o in served)
+    assert [o.raw for o in by_url] == [o.raw for o in served]
+
+
 def test_a_wrong_key_is_refused_with_401(server: VLLMServer) -> None:
     client = VLLMBackend(server.base_url, "not-the-key", retries=0)
     with pytest.raises(BackendError, match=r"refused the API key \(HTTP 401\)"):
@@ -151,13 +166,16 @@ def test_a_loo_fold_runs_end_to_end_on_vllm(vllm_run) -> None:
     assert {(r["op"], r["variant"]) for r in learned} == {
         ("extract", "direct"),
         ("extract", "two-stage"),
+        ("extract", "prompted"),
         ("compare", "learned"),
+        ("compare", "prompted"),
         ("update", "learned"),
+        ("update", "prompted"),
     }
     assert all(r["raw"] for r in learned)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["serving"][FOLD]["vllm"] == "0.32.0"
-    assert set(summary["folds"][FOLD]) == {"direct", "two-stage", "symbolic"}
+    assert set(summary["folds"][FOLD]) == set(VARIANTS)
 
 
 def test_hf_and_vllm_decode_the_same_text(
@@ -177,7 +195,13 @@ def test_hf_and_vllm_decode_the_same_text(
     run_loo(cfg)
     shares = parity(tmp_path / "hf", vllm_run[0])
     print("parity hf/vllm:", json.dumps(shares))
-    assert set(shares) == {"compare", "update", "extract/direct", "extract/two-stage"}
+    assert set(shares) == {
+        "compare",
+        "update",
+        "extract/direct",
+        "extract/two-stage",
+        *(f"{op}/prompted" for op in OPS),
+    }
     for name, row in shares.items():
         assert row["samples"] > 0 and row["share"] >= 0.9, (name, row)
 
@@ -244,3 +268,67 @@ def test_a_server_that_dies_mid_run_is_named_with_its_log_and_a_rerun_resumes(
     assert (partial / "records.jsonl").read_text().startswith("".join(kept))
     texts = {record_key(r): r["raw"] for r in read_records(vllm_run[0] / "records.jsonl")}
     assert {record_key(r): r["raw"] for r in resumed} == texts
+
+
+def test_a_smollm2_adapter_from_the_recipe_loads_in_vllm_and_hf_alike(
+    smollm2_model: Path, small_datasets: Path, tmp_path: Path
+) -> None:
+    """The real pretrained model end to end: 2 recipe steps, then the same greedy compare
+    answers from vLLM and from the hf backend on the unquantized base."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from operators.backends.hf import HFBackend
+    from train.config import model_config
+    from train.recipe import run as train
+
+    overrides = [
+        "op=compare",
+        "holdout=patch-guardrails",
+        "model=smollm2-135m-instruct",
+        f"model.path={smollm2_model}",
+        f"datasets_dir={small_datasets}",
+        f"adapters_dir={tmp_path}",
+        "max_steps=2",
+        "op.max_length=512",
+        "op.grad_accum=1",
+        "max_eval_samples=4",
+        "prepare=false",
+    ]
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        train(OmegaConf.to_object(compose("train", overrides=overrides)), overrides)
+    adapter = {"compare": tmp_path / "smollm2-135m-instruct" / "patch-guardrails" / "compare"}
+    claims = example_claims()
+    pairs = [(claims[0], claims[1]), (claims[1], claims[2]), (claims[2], claims[0])]
+    model = model_config("smollm2-135m-instruct")
+    model.path = str(smollm2_model)
+    local = LearnedOperators(HFBackend.load(model, adapter)).compare(pairs)
+    with VLLMServer(serve_config(smollm2_model, port=0), adapter, tmp_path / "serve.log") as server:
+        assert server.listed() == {server.served_name, "compare"}
+        served = LearnedOperators(ServedBackend(VLLMBackend(server.base_url, server.api_key), server))
+        remote = served.compare(pairs)
+    assert all(o.error is None for o in local + remote), [o.raw for o in local + remote]
+    assert [o.raw for o in remote] == [o.raw for o in local]
+
+
+def test_sigterm_to_a_loo_run_stops_the_server_it_started(
+    trained_adapters: Path, small_datasets: Path, export_dir: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    """scancel and a requeue send SIGTERM; the vLLM server the run launched must not outlive it."""
+    cmd = [sys.executable, "scripts/loo.py", "backend=vllm", f"folds=[{FOLD}]", f"out_dir={tmp_path}"]
+    cmd += [f"adapters={trained_adapters.parent}", f"datasets_dir={small_datasets}"]
+    cmd += [f"model.path={tiny_model}", f"export_dir={export_dir}", "progress=false"]
+    cmd += ["backend.serve.max_model_len=4096"]
+    run = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    started = None
+    for line in run.stdout:  # the launcher prints the server's pid once /v1/models lists our adapters
+        if started := re.search(r"started \(pid (\d+)\)", line):
+            break
+    assert started, "the run ended before its server was ready"
+    pid = int(started.group(1))
+    run.send_signal(signal.SIGTERM)
+    assert run.wait(timeout=60) == 128 + signal.SIGTERM
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not Path(f"/proc/{pid}").exists(), "the vLLM server outlived the run that started it"
