@@ -29,6 +29,18 @@ def tiny_model() -> Path:
 
 
 @pytest.fixture(scope="session")
+def smollm2_model() -> Path:
+    """SmolLM2-135M-Instruct, built once from its pinned PyPI wheel under outputs/models/."""
+    from train.builds import ensure_model
+    from train.config import model_config
+
+    cfg = model_config("smollm2-135m-instruct")
+    cfg.path = str(ROOT / cfg.path)
+    ensure_model(cfg)
+    return Path(cfg.path)
+
+
+@pytest.fixture(scope="session")
 def small_datasets(tmp_path_factory: pytest.TempPathFactory, export_dir: Path) -> Path:
     """A small build (4 scenarios per family) with the patch-guardrails fold and ``all``."""
     from data.config import DataConfig

@@ -62,12 +62,14 @@ class TrainConfig:
     """Evaluate on a seeded sample of this many validation examples (all when unset)."""
     eval_steps: int = 50
     save_steps: int = 50
+    save_total_limit: int | None = 2
+    """Checkpoints kept for resuming; unset keeps every one (e.g. for a learning curve)."""
     logging_steps: int = 5
     report_to: str = "none"
     resume: bool = False
     overwrite: bool = False
     prepare: bool = True
-    """Build missing prerequisites first: the datasets (all folds) and, for model=tiny, the model."""
+    """Build missing prerequisites first: the datasets (all folds) and a model the project builds."""
     export_dir: str = "../shared/data/codex-trajectories"
     """Commit export used when the datasets have to be built."""
 

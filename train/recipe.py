@@ -77,6 +77,17 @@ def load_splits(cfg: TrainConfig):  # -> (train, validation) datasets.Dataset
     )
 
 
+def require_safetensors(path: str | Path) -> None:
+    """Refuse a local model directory without safetensors weights, naming what it holds instead:
+    a pickled checkpoint can run code when loaded, so it is never a fallback."""
+    folder = Path(path)
+    if not folder.is_dir() or any(folder.glob("*.safetensors")):
+        return
+    pickled = sorted(p.name for p in folder.iterdir() if p.suffix in (".bin", ".pt", ".pth", ".pkl"))
+    found = f" (it holds {', '.join(pickled)}: pickled weights are never loaded)" if pickled else ""
+    raise FileNotFoundError(f"{folder}: no safetensors weights{found}")
+
+
 def load_model(cfg: ModelConfig):  # -> (model, tokenizer)
     """The base as both training and the local backend load it: safetensors only, no remote code."""
     import torch
@@ -100,6 +111,7 @@ def load_model(cfg: ModelConfig):  # -> (model, tokenizer)
     fsdp = os.environ.get("ACCELERATE_USE_FSDP", "false").lower() in ("1", "true")
     on_gpu = torch.cuda.is_available() and not fsdp
     device_map = {"": PartialState().local_process_index} if on_gpu else None
+    require_safetensors(cfg.path)
     model = AutoModelForCausalLM.from_pretrained(
         cfg.path,
         quantization_config=quantization,
@@ -139,7 +151,7 @@ def sft_config(cfg: TrainConfig, checkpoints: Path):  # -> trl.SFTConfig
         eval_steps=cfg.eval_steps,
         save_strategy="steps",
         save_steps=cfg.save_steps,
-        save_total_limit=2,
+        save_total_limit=cfg.save_total_limit,
         logging_steps=cfg.logging_steps,
         report_to=[] if cfg.report_to == "none" else [cfg.report_to],
         bf16=on_gpu and cfg.model.compute_dtype == "bfloat16",

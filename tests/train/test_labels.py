@@ -6,20 +6,24 @@ from pathlib import Path
 
 import pytest
 
-from train.config import TrainConfig
+from train.config import TrainConfig, model_config
 from train.recipe import load_model, lora_config, sft_config
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def trainer(tiny_model: Path, small_datasets: Path, tmp_path_factory: pytest.TempPathFactory):
+@pytest.fixture(scope="module", params=["tiny", "smollm2-135m-instruct"])
+def trainer(request: pytest.FixtureRequest, small_datasets: Path, tmp_path_factory: pytest.TempPathFactory):
+    """Both models the project builds: the tiny one's own tokenizer and SmolLM2's, whose pad
+    token is its end-of-turn token (a collator that masked padding by id would drop the stop)."""
     from datasets import load_from_disk
     from trl import SFTTrainer
 
+    path = request.getfixturevalue("tiny_model" if request.param == "tiny" else "smollm2_model")
     cfg = TrainConfig()
     cfg.op.name, cfg.op.max_length = "update", 1024
-    cfg.model.name, cfg.model.path, cfg.model.compute_dtype = "tiny", str(tiny_model), "float32"
+    cfg.model = model_config(request.param)
+    cfg.model.path = str(path)
     train = load_from_disk(str(small_datasets / "all" / "update"))["train"].select(range(6))
     model, tokenizer = load_model(cfg.model)
     args = sft_config(cfg, tmp_path_factory.mktemp("ckpt"))
