@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -157,3 +158,25 @@ def test_prepare_builds_missing_datasets_or_names_the_missing_export(
     )
     assert proc.returncode == 2
     assert "building datasets" in proc.stdout and "export not found" in proc.stderr
+
+
+def test_learning_curve_scores_the_base_and_every_checkpoint(
+    trained: Path, small_datasets: Path, tmp_path: Path
+) -> None:
+    adapter = tmp_path / "compare"
+    shutil.copytree(trained, adapter)
+    script = [sys.executable, "scripts/learning_curve.py", str(adapter), "--folds", "patch-guardrails"]
+    proc = subprocess.run(
+        [*script, "--datasets-dir", str(small_datasets)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    curve = json.loads((adapter / "learning_curve.json").read_text())
+    n = len((small_datasets / "patch-guardrails" / "compare" / "test.jsonl").read_text().splitlines())
+    assert [p["step"] for p in curve] == [0, 2, 4]  # the base, then checkpoints 2 and 4
+    assert curve[0]["adapter"] is None and curve[-1]["adapter"].endswith("checkpoint-4")
+    assert all(p["n"] == n and 0 <= p["ci"][0] <= p["mean"] <= p["ci"][1] <= 1 for p in curve)
+    assert (adapter / "learning_curve.png").stat().st_size > 1000
