@@ -199,21 +199,18 @@ def evaluate_fold(
 
     ``ops`` runs the adapters; the prompted variant runs the same backend without them."""
     prompted = replace(ops, adapters=False, calls=Counter())
-    by_variant = {"prompted": prompted}
+
+    def on(variant: str) -> LearnedOperators:
+        return prompted if variant == "prompted" else ops
+
     tests = {op: load_test(datasets_dir, fold, op) for op in ("extract", "compare", "update")}
     # compare and update first: one short call per example, so a run cut short still has them.
     jobs: list[tuple[str, str, Callable[[Sequence[dict]], list[Record]]]] = []
     for op in ("compare", "update"):
         for variant in ("learned", "prompted", "symbolic"):
-            run_ops = by_variant.get(variant, ops)
-            jobs.append(
-                (op, variant, lambda ex, op=op, v=variant, o=run_ops: pair_records(fold, op, v, ex, o))
-            )
+            jobs.append((op, variant, lambda ex, op=op, v=variant: pair_records(fold, op, v, ex, on(v))))
     for variant in (*EXTRACT_MODES, "prompted", "symbolic"):
-        run_ops = by_variant.get(variant, ops)
-        jobs.append(
-            ("extract", variant, lambda ex, v=variant, o=run_ops: extract_records(fold, v, ex, episode, o))
-        )
+        jobs.append(("extract", variant, lambda ex, v=variant: extract_records(fold, v, ex, episode, on(v))))
     for op, variant, run in jobs:
         todo = [e for e in tests[op] if not records.done(fold, op, variant, e["id"])]
         with tqdm(
@@ -230,5 +227,5 @@ def evaluate_fold(
         if not records.done(fold, "engine_queries", variant, episode.queries[-1].id):
             if progress:
                 print(f"{fold}: engine replay ({variant})", flush=True)
-            run_ops = None if variant == "symbolic" else by_variant.get(variant, ops)
-            records.add(engine_records(fold, variant, episode, run_ops))
+            replay_ops = None if variant == "symbolic" else on(variant)
+            records.add(engine_records(fold, variant, episode, replay_ops))

@@ -4,9 +4,10 @@ scored on the pooled test examples of the five trajectories (or --folds) with th
     python scripts/learning_curve.py outputs/curves/smollm2-135m-instruct/synthetic/compare
 
 Step 0 is the base model without an adapter (the prompted baseline). Train the adapter with
-``save_total_limit=null`` to keep every checkpoint. The op and the model come from the adapter's
-``resolved_config.json``; the curve goes to ``learning_curve.json`` and ``learning_curve.png``
-beside it. Exact match is the LOO harness's own score (``eval/harness.py``), with bootstrap CIs.
+``save_total_limit=null`` to keep every checkpoint. The op and the model, as trained, come from
+the adapter's ``resolved_config.json``; the curve goes to ``learning_curve.json`` and
+``learning_curve.png`` beside it. Exact match is the LOO harness's own score
+(``eval/harness.py``), with bootstrap CIs.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ import argparse
 import json
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
 from data.replay import TRAJECTORIES
 from eval.harness import load_test, pair_records
 from eval.metrics import bootstrap_ci
 from operators.backends.hf import HFBackend
 from operators.learned import LearnedOperators
-from train.config import model_config
+from train.config import ModelConfig
 
 
 def checkpoints(adapter: Path) -> dict[int, Path | None]:
@@ -65,8 +68,7 @@ def main() -> None:
     op = trained["op"]["name"]
     if op not in ("compare", "update"):
         parser.error(f"{args.adapter} is a {op} adapter; the curve scores compare or update")
-    model = model_config(trained["model"]["name"])
-    model.path = trained["model"]["path"]
+    model = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ModelConfig), trained["model"]))
     tests = {fold: load_test(args.datasets_dir, fold, op) for fold in args.folds}
 
     curve = []

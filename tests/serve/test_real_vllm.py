@@ -275,9 +275,6 @@ def test_a_smollm2_adapter_from_the_recipe_loads_in_vllm_and_hf_alike(
 ) -> None:
     """The real pretrained model end to end: 2 recipe steps, then the same greedy compare
     answers from vLLM and from the hf backend on the unquantized base."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
     from operators.backends.hf import HFBackend
     from train.config import model_config
     from train.recipe import run as train
@@ -295,8 +292,7 @@ def test_a_smollm2_adapter_from_the_recipe_loads_in_vllm_and_hf_alike(
         "max_eval_samples=4",
         "prepare=false",
     ]
-    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
-        train(OmegaConf.to_object(compose("train", overrides=overrides)), overrides)
+    train(compose_config("train", overrides), overrides)
     adapter = {"compare": tmp_path / "smollm2-135m-instruct" / "patch-guardrails" / "compare"}
     claims = example_claims()
     pairs = [(claims[0], claims[1]), (claims[1], claims[2]), (claims[2], claims[0])]
