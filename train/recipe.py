@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -27,10 +28,33 @@ def adapter_dir(cfg: TrainConfig) -> Path:
     return Path(cfg.adapters_dir) / cfg.model.name / (cfg.holdout or ALL) / cfg.op.name
 
 
-def last_checkpoint(checkpoints: Path) -> str | None:
-    from transformers.trainer_utils import get_last_checkpoint
+def complete(checkpoint: Path) -> bool:
+    """The Trainer writes ``trainer_state.json`` last (after the weights, optimizer, scheduler and
+    RNG state), so a checkpoint is whole once that file parses and names the folder's own step."""
+    try:
+        state = json.loads((checkpoint / "trainer_state.json").read_text())
+    except (OSError, ValueError):
+        return False
+    step = int(checkpoint.name.rsplit("-", 1)[1])
+    has_weights = any((checkpoint / f).is_file() for f in ("adapter_model.safetensors", "model.safetensors"))
+    return has_weights and isinstance(state, dict) and state.get("global_step") == step
 
-    return get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
+
+def last_checkpoint(checkpoints: Path) -> str | None:
+    """The newest complete checkpoint. A torn one (the run was killed while saving it) would fail
+    every resume, and every Slurm requeue, so it is moved aside to ``incomplete-checkpoints/``."""
+    found = [p for p in checkpoints.glob("checkpoint-*") if p.is_dir() and p.name.split("-", 1)[1].isdigit()]
+    for checkpoint in sorted(found, key=lambda p: int(p.name.split("-", 1)[1]), reverse=True):
+        if complete(checkpoint):
+            return str(checkpoint)
+        aside = checkpoints.parent / "incomplete-checkpoints" / checkpoint.name
+        n = 1
+        while aside.exists():
+            aside, n = aside.with_name(f"{checkpoint.name}.{n}"), n + 1
+        aside.parent.mkdir(exist_ok=True)
+        checkpoint.rename(aside)
+        print(f"warning: {checkpoint} is incomplete (killed while saving); moved to {aside}", file=sys.stderr)
+    return None
 
 
 def requeued() -> bool:

@@ -117,6 +117,40 @@ def test_a_requeue_after_the_adapter_was_saved_leaves_it_alone(trained: Path, sm
     assert (trained / "manifest.json").read_text() == manifest
 
 
+def saved_in_order(checkpoint: Path) -> list[Path]:
+    """A real checkpoint's files in the order the Trainer wrote them."""
+    return sorted((p for p in checkpoint.iterdir() if p.is_file()), key=lambda p: p.stat().st_mtime_ns)
+
+
+def test_a_checkpoint_torn_at_any_file_is_set_aside_and_the_previous_one_resumes(
+    trained: Path, tmp_path: Path
+) -> None:
+    from train.recipe import last_checkpoint
+
+    newest = trained / "checkpoints" / "checkpoint-4"
+    order = saved_in_order(newest)
+    assert order[-1].name == "trainer_state.json"  # what complete() relies on
+    state = order[-1].read_text()
+    torn_states = [[*order[:k]] for k in range(len(order))]  # killed before file k was written
+    for case, files in enumerate([*torn_states, order]):
+        checkpoints = tmp_path / f"case-{case}" / "checkpoints"
+        shutil.copytree(trained / "checkpoints" / "checkpoint-2", checkpoints / "checkpoint-2")
+        torn = checkpoints / "checkpoint-4"
+        torn.mkdir()
+        for f in files:
+            shutil.copy2(f, torn / f.name)
+        if files is order:  # killed halfway through trainer_state.json itself
+            (torn / "trainer_state.json").write_text(state[: len(state) // 2])
+        assert last_checkpoint(checkpoints) == str(checkpoints / "checkpoint-2"), [f.name for f in files]
+        assert not torn.exists()
+        assert (checkpoints.parent / "incomplete-checkpoints" / "checkpoint-4").is_dir()
+    # a whole checkpoint is kept and chosen
+    whole = tmp_path / "whole" / "checkpoints"
+    shutil.copytree(trained / "checkpoints", whole)
+    assert last_checkpoint(whole) == str(whole / "checkpoint-4")
+    assert not (whole.parent / "incomplete-checkpoints").exists()
+
+
 def test_resume_continues_from_the_checkpoint_step(
     tiny_model: Path, small_datasets: Path, tmp_path: Path
 ) -> None:
@@ -125,8 +159,13 @@ def test_resume_continues_from_the_checkpoint_step(
     assert first.returncode == 0, first.stderr[-3000:]
     out = tmp_path / "tiny" / "all" / "update"
     assert (out / "checkpoints" / "checkpoint-2").is_dir()
+    # a run killed while saving step 3 left a torn checkpoint: no trainer state yet
+    torn = out / "checkpoints" / "checkpoint-3"
+    torn.mkdir()
+    shutil.copy2(out / "checkpoints" / "checkpoint-2" / "adapter_model.safetensors", torn)
     second = launch(*common, "max_steps=4", "resume=true", "overwrite=true", accelerate=False)
     assert second.returncode == 0, second.stderr[-3000:]
+    assert "checkpoint-3 is incomplete" in second.stderr
     assert "Resuming training from checkpoint with epoch 0 and global step 2" in second.stderr
     assert "Resuming training from checkpoint" not in first.stderr
     manifest = json.loads((out / "manifest.json").read_text())
