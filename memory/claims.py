@@ -11,6 +11,7 @@ from typing import Annotated, Literal, NamedTuple
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from memory.evidence import Evidence
+from memory.lines import OneLine
 
 ENVS: tuple[str, ...] = ("production", "staging", "preview", "dev")
 Env = Literal["production", "staging", "preview", "dev"]
@@ -21,16 +22,22 @@ Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_
 BranchName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$", max_length=100)]
 
 _WS = re.compile(r"\s+")
-# Punctuation and quote marks that may wrap a value without changing it: "`PostgreSQL 15.`"
-_WRAP = "".join(chr(c) for c in range(0x21, 0x7F) if not chr(c).isalnum()) + "“”‘’«»„‚‹›"
+# Quote marks that may wrap a value without changing it ("`PostgreSQL 15`"), and the sentence
+# punctuation that may end one ("PostgreSQL 15."). Nothing else is insignificant: C vs C++, 1 vs -1.
+_QUOTES = "\"'`“”‘’«»„‚‹›"
+_TRAILING = ".,;:!?"
 
 
 def norm(value: str) -> str:
-    """Canonical form for value equality: NFKC, lowercase, one space, no wrapping punctuation."""
+    """Canonical form for value equality (DESIGN §3): NFKC, lowercase, one space, without
+    surrounding quotes or trailing sentence punctuation."""
     text = value if value.isascii() else unicodedata.normalize("NFKC", value)
-    text = text.lower()
-    text = _WS.sub(" ", text).strip()
-    return text.strip(_WRAP + " ")
+    text = _WS.sub(" ", text.lower())
+    while True:
+        stripped = text.strip().strip(_QUOTES).rstrip(_TRAILING)
+        if stripped == text:
+            return text
+        text = stripped
 
 
 class Key(NamedTuple):
@@ -68,7 +75,7 @@ class Claim(BaseModel):
 
     entity: Identifier
     slot: Identifier
-    value: Annotated[str, Field(min_length=1, max_length=300), AfterValidator(_non_blank)]
+    value: Annotated[OneLine, Field(min_length=1, max_length=300), AfterValidator(_non_blank)]
     branch: BranchName = DEFAULT_BRANCH
     env: Env = DEFAULT_ENV
     evidence: Evidence

@@ -11,6 +11,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from memory.lines import OneLine
+
 EVIDENCE_WEIGHTS: dict[str, int] = {
     "code-change": 60,
     "incident-hotfix": 60,
@@ -59,8 +61,8 @@ class Evidence(BaseModel):
 
     type: EvidenceTypeName
     commit: Annotated[str | None, AfterValidator(_check_commit)] = None
-    source: str | None = Field(default=None, min_length=1)
-    files: tuple[str, ...] = ()
+    source: OneLine | None = Field(default=None, min_length=1)
+    files: tuple[OneLine, ...] = ()
 
     @property
     def score(self) -> int:

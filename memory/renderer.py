@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from memory.claims import Claim, Key
+from memory.lines import escape_line
 
 if TYPE_CHECKING:
     from memory.state import StateMemory
@@ -32,7 +33,7 @@ def provenance(claim: Claim) -> str:
 
 
 def current_line(claim: Claim) -> str:
-    return f"{claim.key} = {claim.value} ({provenance(claim)})"
+    return f"{claim.key} = {escape_line(claim.value)} ({provenance(claim)})"
 
 
 def _group_of(key: Key) -> tuple[int, str, str, str]:
@@ -53,7 +54,7 @@ def grouped_lines(claims: list[Claim]) -> list[tuple[str, int]]:
             lines.append((current_line(members[0]), 1))
             continue
         newest = max(members, key=lambda c: c.at)
-        pairs = "; ".join(f"{c.entity}.{c.slot}={c.value}" for c in members)
+        pairs = "; ".join(f"{c.entity}.{c.slot}={escape_line(c.value)}" for c in members)
         lines.append((f"{pairs} [{newest.branch}/{newest.env}] ({provenance(newest)})", len(members)))
     return sorted(lines)
 
@@ -99,23 +100,39 @@ def _fit_current(page: _Page, claims: list[Claim]) -> list[str]:
     return kept
 
 
+class BudgetTooSmall(ValueError):
+    """Not even the header and the count of cut keys fit: an empty page would read as an empty memory."""
+
+
+def smallest_budget(keys: int) -> int:
+    return len(CURRENT) + 1 + len(f"(+{keys} more keys)")
+
+
 def render(mem: StateMemory, budget: int = 1700) -> str:
+    if budget < 0:
+        raise ValueError(f"render budget {budget}: must be 0 or more characters")
     page = _Page(budget)
     claims = [e.current.best for e in mem.entries() if e.current is not None]
     out = _fit_current(page, claims)
+    if claims and len(out) <= 1:
+        raise BudgetTooSmall(
+            f"render budget {budget} fits no line of a memory with {len(claims)} keys; "
+            f"it needs at least {smallest_budget(len(claims))} characters"
+        )
     if len(out) <= 1:
         return "\n".join(out)
 
     extras: list[tuple[datetime, str, str]] = []
     for t in mem.transitions:
         commit = f"{t.commit[:9]}, " if t.commit else ""
-        line = f"{t.at.date().isoformat()} {t.key}: {t.old} -> {t.new} ({commit}{t.reason})"
+        old, new = escape_line(t.old), escape_line(t.new)
+        line = f"{t.at.date().isoformat()} {t.key}: {old} -> {new} ({commit}{t.reason})"
         extras.append((t.at, TRANSITIONS, line))
     for entry in mem.entries():
-        current = entry.current.value if entry.current else "-"
+        current = escape_line(entry.current.value) if entry.current else "-"
         for item in entry.contested():
             c = item.best
-            line = f"{entry.key}: {item.value} vs current {current} ({provenance(c)})"
+            line = f"{entry.key}: {escape_line(item.value)} vs current {current} ({provenance(c)})"
             extras.append((item.at, CONTESTED, line))
     extras.sort(key=lambda x: (x[0], x[2]), reverse=True)
 

@@ -295,21 +295,42 @@ class StateMemory:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], judge: Judge = keep_current) -> StateMemory:
-        if data.get("version") != JSON_VERSION:
-            raise ValueError(f"memory JSON version {data.get('version')!r}; expected {JSON_VERSION}")
+        """Load a saved memory, checking the invariants the engine keeps (a hand-edited or
+        corrupt file fails here, naming the entry, not later as a wrong answer)."""
+        version = data.get("version")
+        if type(version) is not int or version != JSON_VERSION:
+            raise ValueError(f"memory JSON version {version!r}; expected {JSON_VERSION}")
         mem = cls(judge=judge)
-        for raw in data["entries"]:
+        for e, raw in enumerate(data["entries"]):
             entry = Entry(Key(**raw["key"]))
-            for raw_item in raw["items"]:
+            if entry.key in mem._entries:
+                raise ValueError(f"entries[{e}]: a second entry for {entry.key}")
+            for i, raw_item in enumerate(raw["items"]):
                 claims = [Claim.model_validate(c) for c in raw_item["claims"]]
+                if not claims:
+                    raise ValueError(f"entries[{e}].items[{i}]: no claims")
+                if stray := [c for c in claims if c.key != entry.key]:
+                    raise ValueError(
+                        f"entries[{e}].items[{i}]: a claim for {stray[0].key} in the entry {entry.key}"
+                    )
                 item = Item(claims[0], Status(raw_item["status"]))
                 for claim in claims[1:]:
                     item.support(claim)
                 entry.items.append(item)
                 if item.status in (Status.CONFIRMED, Status.CONTESTED):
+                    if item.norm_value in entry.live:
+                        raise ValueError(f"entries[{e}].items[{i}]: {item.value!r} is live twice")
                     entry.live[item.norm_value] = item
-            if raw["current"] is not None:
-                entry.current = entry.items[raw["current"]]
+            current = raw["current"]
+            if current is not None:
+                if type(current) is not int or not 0 <= current < len(entry.items):
+                    raise ValueError(
+                        f"entries[{e}].current: {current!r} is not an item index (0..{len(entry.items) - 1})"
+                    )
+                if entry.items[current].status is not Status.CONFIRMED:
+                    status = entry.items[current].status.value
+                    raise ValueError(f"entries[{e}].current: points at a {status} item, not a confirmed one")
+                entry.current = entry.items[current]
             mem._entries[entry.key] = entry
         mem.transitions = [Transition.from_dict(t) for t in data["transitions"]]
         return mem

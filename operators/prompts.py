@@ -11,6 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from memory.claims import Claim
+from memory.lines import escape_line
 from memory.state import Entry
 from operators.schemas import Catalog, Note
 
@@ -38,9 +39,10 @@ UPDATE_SYSTEM = (
 
 
 def note_block(note: Note) -> str:
-    lines = [f"Date: {note.at.isoformat()}", f"Commit: {note.commit or 'none'}", f"Title: {note.title}"]
+    title = escape_line(note.title)
+    lines = [f"Date: {note.at.isoformat()}", f"Commit: {note.commit or 'none'}", f"Title: {title}"]
     if note.files:
-        lines.append(f"Files: {', '.join(note.files)}")
+        lines.append(f"Files: {escape_line(', '.join(note.files))}")
     lines += ["", note.text]
     return "\n".join(lines)
 
@@ -81,7 +83,7 @@ def fill_messages(note: Note, catalog: Catalog, pair: str) -> Messages:
 def claim_block(claim: Claim) -> str:
     commit = claim.evidence.commit or "none"
     return (
-        f"{claim.entity}.{claim.slot} [branch {claim.branch}, env {claim.env}] = {claim.value}\n"
+        f"{claim.entity}.{claim.slot} [branch {claim.branch}, env {claim.env}] = {escape_line(claim.value)}\n"
         f"evidence: {claim.evidence.type}; commit: {commit}; at: {claim.at.isoformat()}"
     )
 
@@ -97,12 +99,13 @@ def entry_block(entry: Entry | None) -> str:
         return "(no entry)"
     cur = entry.current
     lines = [
-        f"current: {cur.value}",
+        f"current: {escape_line(cur.value)}",
         f"  strongest evidence: {cur.best.evidence.type}; commit: {cur.best.evidence.commit or 'none'}",
         f"  last observed: {cur.at.isoformat()}",
     ]
     for item in entry.contested():
-        lines.append(f"contested: {item.value} ({item.best.evidence.type}, {item.at.isoformat()})")
+        value = escape_line(item.value)
+        lines.append(f"contested: {value} ({item.best.evidence.type}, {item.at.isoformat()})")
     return "\n".join(lines)
 
 

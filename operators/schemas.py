@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 from memory.claims import BranchName, Claim, Env, Identifier, Timestamp
 from memory.compare import Relation, Winner
 from memory.evidence import EVIDENCE_TYPES, Evidence
+from memory.lines import OneLine
 from memory.state import Action
 
 EvidenceType = Literal[EVIDENCE_TYPES]  # type: ignore[valid-type]
@@ -34,9 +35,9 @@ class Note(_Strict):
     id: str = Field(min_length=1)
     at: Timestamp
     commit: str | None = None
-    title: str
+    title: OneLine
     text: str
-    files: tuple[str, ...] = ()
+    files: tuple[OneLine, ...] = ()
 
 
 class CatalogEntry(_Strict):
@@ -64,7 +65,7 @@ class ExtractedClaim(_Strict):
 
     entity: Identifier
     slot: Identifier
-    value: str = Field(min_length=1, max_length=MAX_VALUE_CHARS)
+    value: OneLine = Field(min_length=1, max_length=MAX_VALUE_CHARS)
     branch: BranchName = "main"
     env: Env = "production"
     evidence_type: EvidenceType

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from pydantic import ValidationError
@@ -30,6 +31,10 @@ from tests.memory.helpers import claim
         ("“Ｐｏｓｔｇｒｅｓ”", "postgres"),  # fullwidth letters fold under NFKC
         ("`v2` approvals!", "v2` approvals"),
         ("node>=20", "node>=20"),
+        ("C++", "c++"),
+        ("-1", "-1"),
+        ("'(beta)'.", "(beta)"),
+        ('"C#".', "c#"),
     ],
 )
 def test_norm(raw: str, expected: str) -> None:
@@ -148,3 +153,46 @@ def test_from_json_rejects_other_versions() -> None:
     data["version"] = 99
     with pytest.raises(ValueError, match="version"):
         StateMemory.from_dict(data)
+
+
+def _saved() -> dict:
+    mem = StateMemory()
+    for c in [claim("v1", "human-note"), claim("v2", "code-change", commit="a684a36", day=1)]:
+        mem.apply(c)
+    mem.apply(claim("x", "config-observation", env="staging", entity="cache", slot="backend"))
+    return json.loads(mem.to_json())
+
+
+def _corrupt(change: str) -> dict:
+    data = _saved()
+    entry = next(e for e in data["entries"] if e["key"]["entity"] == "database")
+    if change == "version-true":
+        data["version"] = True
+    elif change == "current-negative":
+        entry["current"] = -1
+    elif change == "current-superseded":
+        entry["current"] = next(i for i, it in enumerate(entry["items"]) if it["status"] == "superseded")
+    elif change == "foreign-claim":
+        entry["items"][0]["claims"][0]["env"] = "staging"
+    elif change == "duplicate-entry":
+        data["entries"].append(json.loads(json.dumps(entry)))
+    return data
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("version-true", "version True"),
+        ("current-negative", "current: -1 is not an item index"),
+        ("current-superseded", "points at a superseded item"),
+        (
+            "foreign-claim",
+            "a claim for database.engine [main/staging] in the entry database.engine [main/production]",
+        ),
+        ("duplicate-entry", "a second entry for database.engine"),
+    ],
+)
+def test_from_json_checks_the_engine_invariants(change: str, message: str) -> None:
+    StateMemory.from_dict(_saved())  # the uncorrupted file loads
+    with pytest.raises(ValueError, match=re.escape(message)):
+        StateMemory.from_dict(_corrupt(change))
