@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from hydra.core.config_store import ConfigStore
 
 from data.build import TRAINING_FOLDS
+from data.names import known_names
 from data.replay import TRAJECTORIES
 
 
@@ -26,6 +27,11 @@ class DataConfig:
     folds: list[str] = field(default_factory=lambda: [*TRAJECTORIES, *TRAINING_FOLDS])
     validate: bool = False
     progress: bool = True
+
+    def __post_init__(self) -> None:
+        known_names("folds", self.folds, [*TRAJECTORIES, *TRAINING_FOLDS])
+        if not 0 < self.validation_fraction < 1:
+            raise ValueError(f"validation_fraction={self.validation_fraction}: must lie between 0 and 1")
 
 
 ConfigStore.instance().store(name="data_schema", node=DataConfig)

@@ -10,8 +10,7 @@ import json
 import subprocess
 from pathlib import Path
 
-import yaml
-
+from data.problems import load_yaml
 from data.replay import CommitRecord
 
 BODY_LIMIT = 1500
@@ -30,9 +29,10 @@ def _git(repo: Path, *args: str) -> str:
 
 def commit_record(repo: Path, name: str, trajectory: str) -> CommitRecord:
     full = _git(repo, "rev-parse", "--verify", "--end-of-options", f"{name}^{{commit}}").strip()
-    head, author_date, subject, body = _git(repo, "log", "-1", "--format=%H%x00%aI%x00%s%x00%b", full).split(
-        "\x00", 3
-    )
+    fields = "%H%x00%aI%x00%cI%x00%s%x00%b"
+    head, author_date, committed_at, subject, body = _git(
+        repo, "log", "-1", f"--format={fields}", full
+    ).split("\x00", 4)
     files, insertions, deletions = [], 0, 0
     for line in _git(repo, "show", "--no-renames", "--numstat", "--format=", full).splitlines():
         if not line.strip():
@@ -46,6 +46,7 @@ def commit_record(repo: Path, name: str, trajectory: str) -> CommitRecord:
         commit=head,
         short=head[:9],
         author_date=author_date,
+        committed_at=committed_at,
         subject=subject,
         body=body.strip()[:BODY_LIMIT],
         files=tuple(files),
@@ -61,20 +62,38 @@ def commits_from_file(path: Path) -> list[str]:
 
 
 def commits_from_trajectory(path: Path) -> tuple[str, list[str]]:
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = load_yaml(path.read_text(encoding="utf-8"))
     try:
         return data["trajectory"], [str(c["commit"]) for c in data["commits"]]
     except (KeyError, TypeError) as exc:
         raise ExportError(f"{path}: expected 'trajectory' and 'commits[].commit' ({exc})") from exc
 
 
+def landing_order(repo: Path, records: list[CommitRecord]) -> list[CommitRecord]:
+    """Replay order is the order commits landed, not the order they were authored: a commit
+    written earlier can land later (rebase, cherry-pick, a long-lived branch). git walks parents
+    before children, and otherwise by committer date."""
+    walk = _git(
+        repo, "rev-list", "--date-order", "--reverse", "--end-of-options", *{r.commit for r in records}
+    )
+    rank = {sha: i for i, sha in enumerate(walk.split())}
+    return sorted(records, key=lambda r: rank[r.commit])
+
+
+def export_line(record: CommitRecord) -> str:
+    """One JSONL line; dates keep git's own ISO form (``+00:00``, never ``Z``)."""
+    row = record.model_dump(mode="json")
+    row["author_date"] = record.author_date.isoformat()
+    row["committed_at"] = record.committed_at.isoformat() if record.committed_at else None
+    return json.dumps(row, ensure_ascii=False)
+
+
 def export(repo: Path, commits: list[str], trajectory: str, out: Path) -> list[CommitRecord]:
-    records = [commit_record(repo, name, trajectory) for name in commits]
-    records.sort(key=lambda r: r.author_date)  # aware datetimes compare in UTC
+    records = landing_order(repo, [commit_record(repo, name, trajectory) for name in commits])
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(out.suffix + ".tmp")
     with tmp.open("w", encoding="utf-8") as f:
         for r in records:
-            f.write(json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n")
+            f.write(export_line(r) + "\n")
     tmp.replace(out)
     return records

@@ -1,11 +1,14 @@
 """The data build end to end: validate inputs, generate, label, split, check, write, describe.
 
-Outputs are staged next to the destination and swapped in per fold only after every fold
-passed its leakage check, so a failed build never leaves a half-written or emptied dataset.
+Outputs are staged next to the destination and swapped in (``data/publish.py``) only after
+every fold passed its leakage check, so a failed or killed build never leaves a half-written or
+emptied dataset. A partial rebuild (``folds=[...]``) must use the settings the other folds were
+built with.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import time
@@ -13,10 +16,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from data.build import build_folds, build_pool, card, card_markdown
+from data.build import OPS, TRAINING_FOLDS, build_folds, build_pool, card, card_markdown
 from data.config import DataConfig
 from data.problems import DataError, Problem
-from data.replay import ANNOTATIONS, load_trajectories
+from data.publish import publish, recover
+from data.replay import ANNOTATIONS, TRAJECTORIES, load_trajectories
 from data.scenarios.generate import scenarios
 from data.sessions import Episode
 from memory.reader import answer
@@ -55,10 +59,49 @@ def validate(cfg: DataConfig) -> dict[str, Any]:
     }
 
 
+BUILD_KEYS = (
+    "seed",
+    "scenarios_per_family",
+    "noisy_per_family",
+    "noise",
+    "compare_per_label",
+    "validation_fraction",
+    "export_dir",
+)
+"""The settings that decide a fold's bytes; folds built under different ones must not sit together."""
+
+
+def check_partial_rebuild(cfg: DataConfig, out: Path) -> None:
+    """Refuse to rebuild some folds with settings other than those the remaining folds were
+    built with: the directory would hold folds from two seeds under one manifest."""
+    manifest = out / "manifest.json"
+    if not manifest.exists():
+        return
+    before = json.loads(manifest.read_text()).get("config", {})
+    kept = sorted(set(before.get("folds", [])) - set(cfg.folds))
+    differ = {k: (before.get(k), getattr(cfg, k)) for k in BUILD_KEYS if before.get(k) != getattr(cfg, k)}
+    if kept and differ:
+        said = ", ".join(f"{k}={new} (built with {old})" for k, (old, new) in differ.items())
+        raise DataError(
+            [
+                Problem(
+                    manifest,
+                    None,
+                    "config",
+                    f"rebuilding {list(cfg.folds)} with {said} would leave "
+                    f"{kept} from the earlier build beside them; rebuild every fold or use another out_dir",
+                )
+            ]
+        )
+
+
 def run(cfg: DataConfig, overrides: list[str] | None = None) -> dict[str, Any]:
     from data.manifest import fingerprint, write_manifest
 
     started = time.perf_counter()
+    out = Path(cfg.out_dir)
+    recover(out)  # a build killed while swapping: back to its previous complete set
+    check_partial_rebuild(cfg, out)
     trajectories = load_trajectories(Path(cfg.export_dir))
     synthetic = scenarios(cfg.seed, cfg.scenarios_per_family, cfg.noisy_per_family, cfg.noise)
     problems = check_queries(trajectories + synthetic)
@@ -67,7 +110,6 @@ def run(cfg: DataConfig, overrides: list[str] | None = None) -> dict[str, Any]:
     episodes = synthetic + trajectories
     pool = build_pool(episodes, cfg.seed, cfg.compare_per_label, progress=cfg.progress)
 
-    out = Path(cfg.out_dir)
     staging = out.parent / f".{out.name}.staging"
     shutil.rmtree(staging, ignore_errors=True)
     try:
@@ -80,25 +122,29 @@ def run(cfg: DataConfig, overrides: list[str] | None = None) -> dict[str, Any]:
             cfg.validation_fraction,
             progress=cfg.progress,
         )
+        # A partial rebuild keeps the other folds, so the card and manifest describe them too.
+        kept = [f for f in sorted(p.name for p in out.glob("[!.]*") if p.is_dir()) if f not in cfg.folds]
+        if kept and (out / "card.json").exists():
+            before = json.loads((out / "card.json").read_text())["folds"]
+            sizes.update({f: {op: before[f][op] for op in OPS} for f in kept if f in before})
+            order = [*TRAJECTORIES, *TRAINING_FOLDS]
+            sizes = dict(sorted(sizes.items(), key=lambda kv: order.index(kv[0])))
         info = card(pool, episodes, sizes, Path(cfg.tokenizer_dir))
         (staging / "card.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
         (staging / "card.md").write_text(card_markdown(info))
-        out.mkdir(parents=True, exist_ok=True)
-        for fold in cfg.folds:
-            shutil.rmtree(out / fold, ignore_errors=True)
-            (staging / fold).rename(out / fold)
-        for name in ("card.json", "card.md"):
-            (staging / name).replace(out / name)
+        where = {**{f: out / f for f in kept}, **{f: staging / f for f in cfg.folds}}
+        folds = {f: fingerprint(where[f].rglob("*.jsonl")) for f in sorted(where)}
+        write_manifest(
+            staging,
+            config={**asdict(cfg), "folds": sorted(where)},
+            overrides=overrides or [],
+            seed=cfg.seed,
+            folds=folds,
+            dataset_fingerprint=hashlib.sha256(json.dumps(folds, sort_keys=True).encode()).hexdigest(),
+        )
+        publish(staging, out, [*cfg.folds, "card.json", "card.md", "manifest.json"])
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
-    files = [p for fold in cfg.folds for p in (out / fold).rglob("*.jsonl")]
-    write_manifest(
-        out,
-        config=asdict(cfg),
-        overrides=overrides or [],
-        seed=cfg.seed,
-        dataset_fingerprint=fingerprint(files),
-    )
     examples = sum(info["ops"][op]["examples"] for op in info["ops"])
     return {"examples": examples, "seconds": time.perf_counter() - started, "card": info}

@@ -36,9 +36,39 @@ class DataError(ValueError):
 Path_ = tuple[str | int, ...]
 
 
+def decode(path: Path, data: bytes, offset: int = 0) -> tuple[str | None, list[Problem]]:
+    """``data`` (found at byte ``offset`` of ``path``) as UTF-8, or the problem naming the first
+    byte that is not: its line and its offset in the file."""
+    try:
+        return data.decode("utf-8"), []
+    except UnicodeDecodeError as exc:
+        at = offset + exc.start
+        whole = path.read_bytes()
+        line = whole.count(b"\n", 0, at) + 1
+        why = f"not UTF-8: byte 0x{data[exc.start]:02x} at byte offset {at}"
+        return None, [Problem(path, line, "<encoding>", why)]
+
+
+class _HashesAsText(yaml.SafeLoader):
+    """YAML 1.1 reads an all-digit short hash as a number (``0123456`` as octal 42798), which would
+    silently name another commit. A ``commit`` value is kept as the text that was written."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        for key, value in node.value:
+            if key.value == "commit" and isinstance(value, yaml.ScalarNode) and value.value:
+                value.tag = "tag:yaml.org,2002:str"
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str) -> object:
+    return yaml.load(text, Loader=_HashesAsText)  # a SafeLoader: plain data only
+
+
 def yaml_with_lines(path: Path) -> tuple[object, dict[Path_, int]]:
     """Parse YAML and remember the 1-based line of every node, keyed by its path."""
-    text = path.read_text(encoding="utf-8")
+    text, problems = decode(path, path.read_bytes())
+    if text is None:
+        raise DataError(problems)
     try:
         root = yaml.compose(text)
     except yaml.YAMLError as exc:
@@ -57,7 +87,7 @@ def yaml_with_lines(path: Path) -> tuple[object, dict[Path_, int]]:
 
     if root is not None:
         walk(root, ())
-    return yaml.safe_load(text), lines
+    return load_yaml(text), lines
 
 
 def line_of(lines: dict[Path_, int], at: Path_) -> int | None:

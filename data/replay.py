@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from data.problems import DataError, Problem, from_validation, line_of, yaml_with_lines
+from data.problems import DataError, Problem, decode, from_validation, line_of, yaml_with_lines
 from data.sessions import Episode, Query, Session
 from memory.claims import Timestamp
 from operators.schemas import Catalog, CatalogEntry, ExtractedClaim
@@ -40,6 +40,9 @@ class CommitRecord(BaseModel):
     commit: str = Field(pattern=r"^[0-9a-f]{40}$")
     short: str = Field(pattern=r"^[0-9a-f]{9}$")
     author_date: Timestamp
+    committed_at: Timestamp | None = None
+    """When it landed (the committer date; a rebase or cherry-pick moves it, the author date stays).
+    A session is dated by it; exports made before it was recorded fall back to the author date."""
     subject: str = Field(min_length=1)
     body: str
     files: tuple[str, ...]
@@ -75,13 +78,22 @@ class Annotation(BaseModel):
     queries: tuple[Query, ...] = Field(min_length=8)
 
 
-def read_export(path: Path) -> tuple[list[CommitRecord], list[Problem]]:
-    records, problems = [], []
+def read_export(path: Path) -> tuple[list[tuple[int, CommitRecord]], list[Problem]]:
+    """The export's records with their line numbers, or every problem in it: bad bytes, bad
+    JSON, bad fields, a ``short`` that is not the commit's prefix, a commit listed twice."""
+    records: list[tuple[int, CommitRecord]] = []
+    problems: list[Problem] = []
     if not path.exists():
         return [], [
             Problem(path, None, "<file>", "export not found; build it with scripts/export_commits.py")
         ]
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    offset, first_seen = 0, {}
+    for number, chunk in enumerate(path.read_bytes().split(b"\n"), start=1):
+        line, bad = decode(path, chunk, offset)
+        offset += len(chunk) + 1
+        if line is None:
+            problems += bad
+            continue
         if not line.strip():
             continue
         try:
@@ -92,12 +104,27 @@ def read_export(path: Path) -> tuple[list[CommitRecord], list[Problem]]:
             )
             continue
         try:
-            records.append(CommitRecord.model_validate(raw))
+            record = CommitRecord.model_validate(raw)
         except ValidationError as exc:
             problems += [
                 Problem(path, number, ".".join(map(str, e["loc"])) or "<record>", e["msg"])
                 for e in exc.errors()
             ]
+            continue
+        if record.short != record.commit[:9]:
+            problems.append(Problem(path, number, "short", f"{record.short} is not {record.commit[:9]}"))
+        elif record.commit in first_seen:
+            problems.append(
+                Problem(
+                    path,
+                    number,
+                    "commit",
+                    f"{record.short} duplicate at lines {first_seen[record.commit]} and {number}",
+                )
+            )
+        else:
+            first_seen[record.commit] = number
+            records.append((number, record))
     return records, problems
 
 
@@ -142,15 +169,19 @@ def check_trajectory(
     """Build one trajectory's episode, or return every problem that stops it."""
     ann_path = annotations / f"{name}.yaml"
     export_path = export_dir / f"{name}.jsonl"
-    records, problems = read_export(export_path)
-    for number, record in enumerate(records, start=1):
+    numbered, problems = read_export(export_path)
+    records = [record for _, record in numbered]
+    for number, record in numbered:
         if record.trajectory != name:
             problems.append(
                 Problem(export_path, number, "trajectory", f"{record.trajectory!r} in the {name} export")
             )
     if not ann_path.exists():
         return None, [*problems, Problem(ann_path, None, "<file>", "annotation not found")]
-    raw, lines = yaml_with_lines(ann_path)
+    try:
+        raw, lines = yaml_with_lines(ann_path)
+    except DataError as exc:  # unreadable: listed with every other problem, not raised alone
+        return None, problems + exc.problems
     try:
         ann = Annotation.model_validate(raw)
     except ValidationError as exc:
@@ -159,6 +190,28 @@ def check_trajectory(
         problems.append(
             Problem(ann_path, line_of(lines, ("trajectory",)), "trajectory", f"expected {name!r}")
         )
+
+    def duplicate(field: str, i: int, first: int, what: str, at: tuple[str | int, ...] = ()) -> None:
+        where, there = (field, i, *at), (field, first, *at)
+        problems.append(
+            Problem(
+                ann_path,
+                line_of(lines, where),
+                f"{field}[{i}]",
+                f"{what} duplicates {field}[{first}] at line {line_of(lines, there)}",
+            )
+        )
+
+    for field, items, key in [
+        ("catalog", ann.catalog, lambda e: e.pair),
+        ("distractors", ann.distractors, lambda d: d.id),
+        ("queries", ann.queries, lambda q: q.id),
+    ]:
+        first: dict[str, int] = {}
+        for i, item in enumerate(items):
+            if key(item) in first:
+                duplicate(field, i, first[key(item)], key(item))
+            first.setdefault(key(item), i)
 
     catalog = Catalog(name=name, entries=ann.catalog)
     pairs = set(catalog.pairs())
@@ -177,6 +230,7 @@ def check_trajectory(
                 )
 
     sessions: list[Session] = []
+    annotated_at: dict[str, int] = {}
     for i, commit in enumerate(ann.commits):
         matches = [r for r in records if r.commit.startswith(commit.commit)]
         if len(matches) != 1:
@@ -190,12 +244,16 @@ def check_trajectory(
                 )
             )
             continue
-        check_pairs(commit.claims, ("commits", i))
         record = matches[0]
+        if record.commit in annotated_at:
+            duplicate("commits", i, annotated_at[record.commit], record.short, ("commit",))
+            continue
+        annotated_at[record.commit] = i
+        check_pairs(commit.claims, ("commits", i))
         sessions.append(
             Session(
                 id=f"{name}-{record.short}",
-                at=record.author_date,
+                at=record.committed_at or record.author_date,
                 commit=record.short,
                 title=record.subject,
                 text=note_text(record, commit.summary),
@@ -204,7 +262,7 @@ def check_trajectory(
             )
         )
     annotated = {s.commit for s in sessions}
-    for number, record in enumerate(records, start=1):
+    for number, record in numbered:
         if record.short not in annotated:
             problems.append(
                 Problem(export_path, number, "commit", f"{record.short} has no annotation in {ann_path}")

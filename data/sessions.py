@@ -6,6 +6,7 @@ commit trajectory. Its sessions, replayed through the engine in order, define ev
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -58,6 +59,13 @@ class QueryTarget(BaseModel):
         return Key(self.entity, self.slot, self.branch, self.env)
 
 
+def has_token(text: str, token: str) -> bool:
+    """Whether normalised ``text`` holds ``token`` whole: not inside a longer word or number.
+    ``3.1`` is not in ``3.10`` nor in ``3.1.2``, ``C`` not in ``C++``; ``3.1`` is in ``3.1, 3.2``;
+    ``filesystem.entries`` is in ``permissions.filesystem.entries``."""
+    return re.search(r"(?<!\w)" + re.escape(norm(token)) + r"(?![\w+#])(?!\.\d)", text) is not None
+
+
 class Query(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -73,9 +81,9 @@ class Query(BaseModel):
         """Token check on the normalised answer: all required, none forbidden, one of any_of."""
         text = norm(answer)
         return (
-            all(norm(t) in text for t in self.required)
-            and not any(norm(t) in text for t in self.forbidden)
-            and (not self.any_of or any(norm(t) in text for t in self.any_of))
+            all(has_token(text, t) for t in self.required)
+            and not any(has_token(text, t) for t in self.forbidden)
+            and (not self.any_of or any(has_token(text, t) for t in self.any_of))
         )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 
 from data.build import OPS, SYNTHETIC
+from data.names import known_names, safe_name
 from data.replay import TRAJECTORIES
 from eval.backend import BackendConfig
 from operators.engine import MODES
@@ -68,11 +69,8 @@ class LooConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        unknown = [f for f in self.folds if f not in TRAJECTORIES]
-        if unknown:
-            raise ValueError(
-                f"folds: unknown trajectory {unknown}; expected some of {', '.join(TRAJECTORIES)}"
-            )
+        safe_name("run", self.run)
+        known_names("folds", self.folds, TRAJECTORIES)
         if unknown := sorted(set(self.op_train_overrides) - set(OPS)):
             raise ValueError(f"op_train_overrides: unknown operator {unknown}; expected some of {OPS}")
         if self.adapters_fold not in (None, SYNTHETIC):

@@ -8,6 +8,10 @@ from pathlib import Path
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from data.build import TRAINING_FOLDS
+from data.names import known_names, safe_name
+from data.replay import TRAJECTORIES
+
 
 @dataclass
 class OpConfig:
@@ -72,6 +76,11 @@ class TrainConfig:
     """Build missing prerequisites first: the datasets (all folds) and a model the project builds."""
     export_dir: str = "../shared/data/codex-trajectories"
     """Commit export used when the datasets have to be built."""
+
+    def __post_init__(self) -> None:
+        safe_name("model.name", self.model.name)
+        if self.holdout is not None:
+            known_names("holdout", [self.holdout], [*TRAJECTORIES, *TRAINING_FOLDS])
 
 
 MODEL_CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "model"

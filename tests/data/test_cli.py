@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
 
 
@@ -36,3 +38,31 @@ def test_unknown_key_and_bad_type_are_rejected() -> None:
     assert proc.returncode != 0 and "sceanrios_per_family" in proc.stderr
     proc = build_data("seed=abc")
     assert proc.returncode != 0 and "seed" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("script", "override", "message"),
+    [
+        ("scripts/build_data.py", "folds=[nope]", "folds: unknown ['nope']"),
+        ("scripts/build_data.py", "validation_fraction=1.5", "validation_fraction=1.5"),
+        ("train.py", "holdout=nope", "holdout: unknown ['nope']"),
+        ("train.py", "holdout=../../../../escaped", "holdout: unknown"),
+        ("scripts/loo.py", "run=../../../escaped-run", "run='../../../escaped-run'"),
+        ("scripts/loo.py", "folds=[nope]", "folds: unknown ['nope']"),
+    ],
+)
+def test_names_are_checked_before_any_work(script: str, override: str, message: str, tmp_path: Path) -> None:
+    """Refused in config validation: nothing is built, trained or written, inside outputs/ or out."""
+    dirs = [f"{k}={tmp_path / k}" for k in ("out_dir", "datasets_dir", "adapters_dir")]
+    accepted = {"scripts/build_data.py": dirs[:1], "train.py": dirs[1:], "scripts/loo.py": dirs[:2]}[script]
+    proc = subprocess.run(
+        [sys.executable, script, "model=tiny" if script == "train.py" else "seed=0", override, *accepted],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode != 0
+    assert message in proc.stderr, proc.stderr[-2000:]
+    assert list(tmp_path.iterdir()) == []
+    assert not (ROOT.parent / "escaped").exists() and not (ROOT.parent / "escaped-run").exists()

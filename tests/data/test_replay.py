@@ -8,8 +8,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 from data.problems import DataError
+from data.sessions import Query
 from data.replay import ANNOTATIONS, TRAJECTORIES, load_trajectories, load_trajectory, read_export
 
 
@@ -32,7 +34,7 @@ def test_all_five_trajectories_replay(export_dir: Path) -> None:
 def test_note_is_built_from_subject_summary_and_files(export_dir: Path) -> None:
     episode = load_trajectory("patch-guardrails", export_dir)
     first = episode.sessions[0]
-    record = read_export(export_dir / "patch-guardrails.jsonl")[0][0]
+    _, record = read_export(export_dir / "patch-guardrails.jsonl")[0][0]
     assert first.commit == record.short and first.at == record.author_date
     assert first.text.startswith(record.subject)
     assert "Touched files: apply_patch.rs" in first.text
@@ -117,3 +119,78 @@ def test_all_problems_are_reported_at_once(workspace: tuple[Path, Path]) -> None
     files = {p.file.name for p in err.value.problems}
     assert files == {"browser-surface.yaml", "patch-guardrails.yaml"}
     assert len(err.value.problems) >= 20
+
+
+def test_bytes_that_are_not_utf8_are_one_more_problem_with_line_and_offset(
+    workspace: tuple[Path, Path],
+) -> None:
+    exports, annotations = workspace
+    export = exports / "model-routing.jsonl"
+    data = export.read_bytes()
+    at = data.index(b"\n", data.index(b"\n") + 1) + 20  # inside line 3
+    export.write_bytes(data[:at] + b"\xff" + data[at + 1 :])
+    ann = annotations / "patch-guardrails.yaml"
+    original = ann.read_bytes()
+    bad_at = original.index(b"trajectory:")
+    ann.write_bytes(original[:bad_at] + b"\xc3(" + original[bad_at:])
+    exec_ann = annotations / "exec-app-server.yaml"
+    exec_ann.write_text(
+        exec_ann.read_text().replace("evidence_type: code-change}", "evidence_type: guess}", 1)
+    )
+    with pytest.raises(DataError) as err:
+        load_trajectories(
+            exports, names=("model-routing", "patch-guardrails", "exec-app-server"), annotations=annotations
+        )
+    text = str(err.value)
+    assert f"{export}:3: <encoding>: not UTF-8: byte 0xff at byte offset {at}" in text
+    bad_line = original.count(b"\n", 0, bad_at) + 1
+    assert f"{ann}:{bad_line}: <encoding>: not UTF-8: byte 0xc3 at byte offset {bad_at}" in text
+    assert f"{exec_ann}:" in text  # the other files' problems are still listed
+
+
+def test_duplicates_in_an_export_or_annotation_are_named_with_both_lines(
+    workspace: tuple[Path, Path],
+) -> None:
+    exports, annotations = workspace
+    export = exports / "browser-surface.jsonl"
+    lines = export.read_text().splitlines()
+    bad_short = json.loads(lines[3])
+    bad_short["short"] = "0" * 9
+    lines[3] = json.dumps(bad_short)
+    export.write_text("\n".join([*lines, lines[1]]) + "\n")
+    ann = annotations / "browser-surface.yaml"
+    text = ann.read_text()
+    data = yaml.safe_load(text)
+    first_commit, first_query = data["commits"][0]["commit"], data["queries"][0]["id"]
+    text = text.replace(f"id: {data['queries'][1]['id']}\n", f"id: {first_query}\n", 1)
+    block = text[text.index("  - commit: ") : text.index("  - commit: ", text.index("  - commit: ") + 1)]
+    text = text.replace("distractors:", block.rstrip("\n") + "\ndistractors:", 1)
+    ann.write_text(text)
+    with pytest.raises(DataError) as err:
+        load_trajectory("browser-surface", exports, annotations)
+    message = str(err.value)
+    twice = json.loads(lines[1])["short"]
+    assert f"{export}:{len(lines) + 1}: commit: {twice} duplicate at lines 2 and {len(lines) + 1}" in message
+    assert f"{export}:4: short: {'0' * 9} is not {bad_short['commit'][:9]}" in message
+    assert "ambiguous" not in message
+    assert f"{first_commit} duplicates commits[0]" in message
+    assert f"queries[1]: {first_query} duplicates queries[0]" in message
+
+
+@pytest.mark.parametrize(
+    ("answer", "token", "whole"),
+    [
+        ("Python 3.10 and later", "3.1", False),
+        ("Python 3.1.2", "3.1", False),
+        ("3.1, 3.2", "3.1", True),
+        ("supports 3.1.", "3.1", True),
+        ("C++", "C", False),
+        ("permissions.fileSystem.entries", "filesystem.entries", True),
+    ],
+)
+def test_query_tokens_match_whole_tokens_only(answer: str, token: str, whole: bool) -> None:
+    target = {"entity": "python", "slot": "versions"}
+    required = Query(id="q", type="current-state", question="?", target=target, required=(token,))
+    forbidden = Query(id="q", type="current-state", question="?", target=target, forbidden=(token,))
+    assert required.accepts(answer) is whole
+    assert forbidden.accepts(answer) is not whole
