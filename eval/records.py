@@ -41,7 +41,7 @@ def read_records(path: Path) -> list[Record]:
     if not path.exists():
         return []
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    out = []
+    out, seen = [], {}
     for n, line in enumerate(lines, start=1):
         try:
             record = json.loads(line)
@@ -49,9 +49,17 @@ def read_records(path: Path) -> list[Record]:
             if n == len(lines) and not line.endswith("\n"):
                 break  # the write of the last record was interrupted
             raise RecordsError(f"{path}:{n}: not a JSON record ({e.msg})") from e
+        if not isinstance(record, dict):
+            raise RecordsError(f"{path}:{n}: a record is a JSON object, not {type(record).__name__}")
         missing = [f for f in FIELDS if f not in record]
         if missing:
             raise RecordsError(f"{path}:{n}: record lacks field(s) {', '.join(missing)}")
+        if record_key(record) in seen:
+            raise RecordsError(
+                f"{path}:{n}: a second record for {'/'.join(map(str, record_key(record)))} "
+                f"(first at line {seen[record_key(record)]})"
+            )
+        seen[record_key(record)] = n
         out.append(record)
     return out
 

@@ -50,11 +50,26 @@ def summarize(records: list[Record]) -> dict[str, Any]:
         summary["mean"][v] = {
             m: bootstrap_ci([x for f in folds for x in table.get((f, v, m), {}).values()]) for m in METRICS
         }
+    summary["parse_failures"] = parse_failures(records)
     summary["tests"]["extract_direct_vs_two_stage"] = _paired(table, folds, "direct", "two-stage", "extract")
     summary["tests"]["learned_vs_prompted"] = {
         m: _paired(table, folds, "prompted", "two-stage", m) for m in ("overall", *OPS)
     }
     return summary
+
+
+def parse_failures(records: list[Record]) -> dict[str, dict[str, dict[str, int]]]:
+    """op -> variant -> answers that failed to parse or validate, and all answers: a run that
+    scores 0.00 because nothing parsed must say so."""
+    out: dict[str, dict[str, dict[str, int]]] = {op: {} for op in OPS}
+    for r in records:
+        if r["op"] not in OPS:
+            continue
+        for variant in ("direct", "two-stage") if r["variant"] == "learned" else (r["variant"],):
+            cell = out[r["op"]].setdefault(variant, {"failed": 0, "n": 0})
+            cell["n"] += 1
+            cell["failed"] += r["error"] is not None
+    return out
 
 
 def _paired(table: dict, folds: list[str], first: str, second: str, metric: str) -> dict[str, Any]:
@@ -111,7 +126,21 @@ def markdown(summary: dict[str, Any], run: dict[str, Any]) -> str:
         s = summary["mean"][variant]
         lines.append("| **all folds** | " + " | ".join(_cell(s[m]) for m in ("overall", *OPS)) + " |")
         lines.append("")
-    lines += ["## Extraction by value, and the engine", ""]
+    lines += [
+        "## Answers that failed to parse",
+        "",
+        "Share of answers that were not valid JSON for the operator's schema (scored 0).",
+        "",
+        "| Operator | " + " | ".join(VARIANTS) + " |",
+        "| --- |" + " ---: |" * len(VARIANTS),
+    ]
+    for op, by_variant in summary["parse_failures"].items():
+        cells = [
+            f"{c['failed'] / c['n']:.0%} ({c['failed']}/{c['n']})" if (c := by_variant.get(v)) else "–"
+            for v in VARIANTS
+        ]
+        lines.append(f"| {op} | " + " | ".join(cells) + " |")
+    lines += ["", "## Extraction by value, and the engine", ""]
     lines += ["| Variant | Extract (value) | Engine state | Engine queries |", "| --- | --- | --- | --- |"]
     for variant in VARIANTS:
         s = summary["mean"][variant]

@@ -34,6 +34,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from operators.adapters import check_adapter
 from operators.backends import BackendError
 
 HOST = "127.0.0.1"
@@ -84,18 +85,13 @@ def serve_env(python: str | Path) -> dict[str, Any]:
     return json.loads(marker.read_text())
 
 
-def adapter_rank(path: Path) -> int:
+def adapter_rank(name: str, path: Path) -> int:
     """The LoRA rank of a trained adapter; refuses a directory vLLM could not load."""
-    config = path / "adapter_config.json"
-    if not config.exists():
-        raise ServerFailed(f"adapter {path}: no adapter_config.json")
-    if not (path / "adapter_model.safetensors").exists():
-        raise ServerFailed(f"adapter {path}: no adapter_model.safetensors (was its training finished?)")
-    return int(json.loads(config.read_text())["r"])
+    return int(check_adapter(name, path)["r"])
 
 
 def lora_rank_limit(cfg: ServeConfig, adapters: Mapping[str, Path]) -> int:
-    ranks = {name: adapter_rank(Path(path)) for name, path in adapters.items()}
+    ranks = {name: adapter_rank(name, Path(path)) for name, path in adapters.items()}
     need = max(ranks.values(), default=1)
     if cfg.max_lora_rank is not None:
         if need > cfg.max_lora_rank:

@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from operators.adapters import check_adapter
 from operators.backends import BASE, BackendError, Completion, Messages, Request
 
 IM_END = "<|im_end|>"
@@ -111,10 +112,9 @@ class HFBackend:
 
         from train.recipe import load_model
 
+        for name, path in adapters.items():  # before the base: a bad adapter fails in a second
+            check_adapter(name, path)
         model, tokenizer = load_model(model_cfg)
-        for name, path in adapters.items():
-            if not (Path(path) / "adapter_model.safetensors").exists():
-                raise BackendError(f"adapter {name!r}: no adapter_model.safetensors in {path}")
         names = list(adapters)
         if names:
             first = names[0]

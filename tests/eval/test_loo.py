@@ -102,6 +102,18 @@ def test_a_corrupt_record_in_the_middle_is_named(tmp_path: Path) -> None:
         read_records(tmp_path / "records.jsonl")
 
 
+def test_a_record_that_is_not_an_object_or_comes_twice_is_named(uninterrupted, tmp_path: Path) -> None:
+    run_dir, _ = uninterrupted
+    lines = (run_dir / "records.jsonl").read_text().splitlines()
+    path = tmp_path / "records.jsonl"
+    path.write_text("\n".join([lines[0], "5", lines[1]]) + "\n")
+    with pytest.raises(RecordsError, match=r"records.jsonl:2: a record is a JSON object, not int"):
+        read_records(path)
+    path.write_text("\n".join([lines[0], lines[1], lines[0]]) + "\n")
+    with pytest.raises(RecordsError, match=r"records.jsonl:3: a second record for .* \(first at line 1\)"):
+        read_records(path)
+
+
 def test_report_script_rebuilds_from_records_alone(uninterrupted, tmp_path: Path) -> None:
     run_dir, summary = uninterrupted
     copy = tmp_path / "copy"

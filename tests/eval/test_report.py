@@ -5,8 +5,8 @@ from __future__ import annotations
 from eval.report import markdown, summarize
 
 
-def record(fold: str, op: str, variant: str, i: int, score: float) -> dict:
-    return {"fold": fold, "op": op, "variant": variant, "id": f"{op}-{i}", "score": score}
+def record(fold: str, op: str, variant: str, i: int, score: float, error: str | None = None) -> dict:
+    return {"fold": fold, "op": op, "variant": variant, "id": f"{op}-{i}", "score": score, "error": error}
 
 
 def test_learned_vs_prompted_pairs_the_same_examples_across_folds() -> None:
@@ -30,3 +30,20 @@ def test_learned_vs_prompted_pairs_the_same_examples_across_folds() -> None:
     assert summary["mean"]["prompted"]["compare"]["n"] == 22
     text = markdown(summary, {"name": "t", "model": "m", "backend": "hf", "folds": ["a", "b"]})
     assert "| compare | 0 | 14 |" in text
+
+
+def test_the_parse_failure_rate_is_shown_per_operator_and_variant() -> None:
+    """A prompted compare that never parses scores 0.00; the report must say why."""
+    records = []
+    for i in range(4):
+        records.append(record("a", "compare", "learned", i, 1.0))
+        records.append(record("a", "compare", "prompted", i, 0.0, error="not JSON: 'The first claim'"))
+        records.append(record("a", "update", "prompted", i, 1.0, error=None if i else "schema: action"))
+    summary = summarize(records)
+    failures = summary["parse_failures"]
+    assert failures["compare"]["prompted"] == {"failed": 4, "n": 4}
+    assert failures["compare"]["two-stage"] == {"failed": 0, "n": 4}
+    assert failures["update"]["prompted"] == {"failed": 1, "n": 4}
+    text = markdown(summary, {"name": "t", "model": "m", "backend": "hf", "folds": ["a"]})
+    assert "| compare | 0% (0/4) | 0% (0/4) | 100% (4/4) | – |" in text
+    assert "| update | – | – | 25% (1/4) | – |" in text

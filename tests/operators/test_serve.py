@@ -9,16 +9,24 @@ from pathlib import Path
 import pytest
 
 from eval.serve import SERVE_ENV_MARKER, ServeConfig, ServerFailed, VLLMServer
+from operators.backends import BackendError
+from operators.backends.hf import HFBackend
+from train.config import ModelConfig
 
 OPS = ("extract", "compare", "update")
 
 
 def adapter(root: Path, name: str, rank: int = 16, weights: bool = True) -> Path:
+    """An adapter directory as train.py leaves it (real safetensors, a manifest), only small."""
+    import torch
+    from safetensors.torch import save_file
+
     path = root / name
     path.mkdir(parents=True)
     (path / "adapter_config.json").write_text(json.dumps({"r": rank, "lora_alpha": 2 * rank}))
     if weights:
-        (path / "adapter_model.safetensors").write_bytes(b"")
+        save_file({"lora_A.weight": torch.zeros(rank, 8)}, str(path / "adapter_model.safetensors"))
+    (path / "manifest.json").write_text("{}")
     return path
 
 
@@ -85,15 +93,44 @@ def test_a_rank_above_the_configured_limit_is_refused(tmp_path: Path) -> None:
 
 def test_an_adapter_without_weights_is_refused(tmp_path: Path) -> None:
     dirs = {"update": adapter(tmp_path, "update", weights=False)}
-    with pytest.raises(ServerFailed, match=r"update: no adapter_model\.safetensors"):
+    with pytest.raises(BackendError, match=r"'update' \(.*\): no adapter_model\.safetensors"):
         VLLMServer(ServeConfig(python=serve_env(tmp_path, "cpu")), dirs, tmp_path / "log")
 
 
 def test_an_adapter_directory_without_config_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ServerFailed, match=r"nope: no adapter_config\.json"):
+    with pytest.raises(BackendError, match=r"'update' \(.*nope\): no such directory"):
         VLLMServer(
             ServeConfig(python=serve_env(tmp_path, "cpu")), {"update": tmp_path / "nope"}, tmp_path / "l"
         )
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (
+            "truncate",
+            r"adapter_model\.safetensors is damaged: the header describes \d+ bytes, the file holds \d+",
+        ),
+        ("no-config", r"no adapter_config\.json"),
+        ("unfinished", r"no manifest\.json, so its training never finished"),
+    ],
+)
+def test_a_damaged_or_unfinished_adapter_is_named_with_its_file(
+    damage: str, message: str, tmp_path: Path
+) -> None:
+    """The same check guards the hf backend and the server (operators/adapters.py)."""
+    path = adapter(tmp_path, "compare")
+    weights = path / "adapter_model.safetensors"
+    if damage == "truncate":
+        weights.write_bytes(weights.read_bytes()[:-10])
+    elif damage == "no-config":
+        (path / "adapter_config.json").unlink()
+    else:
+        (path / "manifest.json").unlink()
+    with pytest.raises(BackendError, match=rf"adapter 'compare' \({path}\): {message}"):
+        VLLMServer(ServeConfig(python=serve_env(tmp_path, "cpu")), {"compare": path}, tmp_path / "log")
+    with pytest.raises(BackendError, match=rf"adapter 'compare' \({path}\): {message}"):
+        HFBackend.load(ModelConfig(name="none", path=str(tmp_path / "no-model")), {"compare": path})
 
 
 def test_a_missing_serving_env_names_the_command_that_makes_it(
