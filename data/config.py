@@ -8,7 +8,7 @@ from hydra.core.config_store import ConfigStore
 
 from data.build import TRAINING_FOLDS
 from data.names import known_names
-from data.replay import TRAJECTORIES
+from data.sources import ANNOTATIONS, EXPORTS, Sources
 
 
 @dataclass
@@ -21,17 +21,27 @@ class DataConfig:
     compare_per_label: int = 2
     """Sampled compare pairs per label and episode, on top of the contradictions met in replay."""
     validation_fraction: float = 0.2
-    export_dir: str = "../shared/data/codex-trajectories"
+    annotations: list[str] = field(default_factory=lambda: list(ANNOTATIONS))
+    """Directories of trajectory annotations (``<name>.yaml``), searched in order."""
+    exports: list[str] = field(default_factory=lambda: list(EXPORTS))
+    """Directories of commit exports (``<name>.jsonl``), searched in order."""
     out_dir: str = "outputs/datasets"
     tokenizer_dir: str = "outputs/models/tiny"
-    folds: list[str] = field(default_factory=lambda: [*TRAJECTORIES, *TRAINING_FOLDS])
+    folds: list[str] | None = None
+    """Unset: every trajectory the annotations hold, then ``all`` and ``synthetic``."""
     validate: bool = False
     progress: bool = True
 
     def __post_init__(self) -> None:
-        known_names("folds", self.folds, [*TRAJECTORIES, *TRAINING_FOLDS])
+        names = self.sources().names()
+        if self.folds is None:
+            self.folds = [*names, *TRAINING_FOLDS]
+        known_names("folds", self.folds, [*names, *TRAINING_FOLDS])
         if not 0 < self.validation_fraction < 1:
             raise ValueError(f"validation_fraction={self.validation_fraction}: must lie between 0 and 1")
+
+    def sources(self) -> Sources:
+        return Sources.of(self.annotations, self.exports)
 
 
 ConfigStore.instance().store(name="data_schema", node=DataConfig)

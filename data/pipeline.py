@@ -20,25 +20,34 @@ from data.build import OPS, TRAINING_FOLDS, build_folds, build_pool, card, card_
 from data.config import DataConfig
 from data.problems import DataError, Problem
 from data.publish import publish, recover
-from data.replay import ANNOTATIONS, TRAJECTORIES, load_trajectories
+from data.replay import load_trajectories
 from data.scenarios.generate import scenarios
 from data.sessions import Episode
+from data.sources import Sources
 from memory.reader import answer
 
 
-def check_queries(episodes: list[Episode]) -> list[Problem]:
+def _line_naming(file: Path, query_id: str) -> int | None:
+    """The line of an annotation that declares this query id."""
+    if not file.is_file():
+        return None
+    lines = file.read_text(encoding="utf-8").splitlines()
+    return next((n for n, line in enumerate(lines, 1) if "id:" in line and query_id in line), None)
+
+
+def check_queries(episodes: list[Episode], sources: Sources) -> list[Problem]:
     """Every query must be answered correctly by the structured reader on the gold state."""
     problems = []
     for episode in episodes:
         mem = episode.replay()
-        file = ANNOTATIONS / f"{episode.id}.yaml" if episode.source == "trajectory" else Path(episode.id)
+        file = sources.annotation(episode.id) if episode.source == "trajectory" else Path(episode.id)
         for query in episode.queries:
             got = answer(mem, query.target.key, query.target.ask, query.target.at)
             if not query.accepts(got):
                 problems.append(
                     Problem(
                         file,
-                        None,
+                        _line_naming(file, query.id),
                         f"queries[{query.id}]",
                         f"gold replay answers {got!r}, which the tokens reject",
                     )
@@ -47,11 +56,16 @@ def check_queries(episodes: list[Episode]) -> list[Problem]:
 
 
 def validate(cfg: DataConfig) -> dict[str, Any]:
-    trajectories = load_trajectories(Path(cfg.export_dir))
-    problems = check_queries(trajectories)
+    sources = cfg.sources()
+    trajectories = load_trajectories(sources)
+    problems = check_queries(trajectories, sources)
     if problems:
         raise DataError(problems)
     return {
+        "validated": {
+            t.id: {"annotation": str(sources.annotation(t.id)), "export": str(sources.export(t.id))}
+            for t in trajectories
+        },
         "trajectories": len(trajectories),
         "commits": sum(1 for t in trajectories for s in t.sessions if s.commit),
         "sessions": sum(len(t.sessions) for t in trajectories),
@@ -60,13 +74,14 @@ def validate(cfg: DataConfig) -> dict[str, Any]:
 
 
 BUILD_KEYS = (
+    "annotations",
+    "exports",
     "seed",
     "scenarios_per_family",
     "noisy_per_family",
     "noise",
     "compare_per_label",
     "validation_fraction",
-    "export_dir",
 )
 """The settings that decide a fold's bytes; folds built under different ones must not sit together."""
 
@@ -102,9 +117,9 @@ def run(cfg: DataConfig, overrides: list[str] | None = None) -> dict[str, Any]:
     out = Path(cfg.out_dir)
     recover(out)  # a build killed while swapping: back to its previous complete set
     check_partial_rebuild(cfg, out)
-    trajectories = load_trajectories(Path(cfg.export_dir))
+    trajectories = load_trajectories(cfg.sources())
     synthetic = scenarios(cfg.seed, cfg.scenarios_per_family, cfg.noisy_per_family, cfg.noise)
-    problems = check_queries(trajectories + synthetic)
+    problems = check_queries(trajectories + synthetic, cfg.sources())
     if problems:
         raise DataError(problems)
     episodes = synthetic + trajectories
@@ -127,7 +142,7 @@ def run(cfg: DataConfig, overrides: list[str] | None = None) -> dict[str, Any]:
         if kept and (out / "card.json").exists():
             before = json.loads((out / "card.json").read_text())["folds"]
             sizes.update({f: {op: before[f][op] for op in OPS} for f in kept if f in before})
-            order = [*TRAJECTORIES, *TRAINING_FOLDS]
+            order = [*cfg.sources().names(), *TRAINING_FOLDS]
             sizes = dict(sorted(sizes.items(), key=lambda kv: order.index(kv[0])))
         info = card(pool, episodes, sizes, Path(cfg.tokenizer_dir))
         (staging / "card.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")

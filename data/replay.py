@@ -10,23 +10,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from data.problems import DataError, Problem, decode, from_validation, line_of, yaml_with_lines
 from data.sessions import Episode, Query, Session
+from data.sources import Sources
 from memory.claims import Timestamp
 from operators.schemas import Catalog, CatalogEntry, ExtractedClaim
 
-ANNOTATIONS = Path(__file__).parent / "trajectories"
-TRAJECTORIES: tuple[str, ...] = (
-    "permissions-flow",
-    "exec-app-server",
-    "browser-surface",
-    "model-routing",
-    "patch-guardrails",
-)
 BODY_CHARS = 240
 FILE_HINTS = 4
 
@@ -155,20 +149,18 @@ def note_text(record: CommitRecord, summary: str, body_chars: int = BODY_CHARS) 
     return "\n\n".join(parts)
 
 
-def load_trajectory(name: str, export_dir: Path, annotations: Path = ANNOTATIONS) -> Episode:
-    episode, problems = check_trajectory(name, export_dir, annotations)
+def load_trajectory(name: str, sources: Sources) -> Episode:
+    episode, problems = check_trajectory(name, sources)
     if problems:
         raise DataError(problems)
     assert episode is not None
     return episode
 
 
-def check_trajectory(
-    name: str, export_dir: Path, annotations: Path = ANNOTATIONS
-) -> tuple[Episode | None, list[Problem]]:
+def check_trajectory(name: str, sources: Sources) -> tuple[Episode | None, list[Problem]]:
     """Build one trajectory's episode, or return every problem that stops it."""
-    ann_path = annotations / f"{name}.yaml"
-    export_path = export_dir / f"{name}.jsonl"
+    ann_path = sources.annotation(name)
+    export_path = sources.export(name)
     numbered, problems = read_export(export_path)
     records = [record for _, record in numbered]
     for number, record in numbered:
@@ -297,13 +289,12 @@ def check_trajectory(
     return episode, []
 
 
-def load_trajectories(
-    export_dir: Path, names: tuple[str, ...] = TRAJECTORIES, annotations: Path = ANNOTATIONS
-) -> list[Episode]:
-    """All trajectories, or one :class:`DataError` listing every problem across them."""
+def load_trajectories(sources: Sources, names: Sequence[str] | None = None) -> list[Episode]:
+    """The named trajectories (default: every one the sources hold), or one :class:`DataError`
+    listing every problem across them."""
     episodes, problems = [], []
-    for name in names:
-        episode, found = check_trajectory(name, export_dir, annotations)
+    for name in sources.names() if names is None else names:
+        episode, found = check_trajectory(name, sources)
         problems += found
         if episode is not None:
             episodes.append(episode)

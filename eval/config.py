@@ -10,7 +10,7 @@ from hydra.core.config_store import ConfigStore
 
 from data.build import OPS, SYNTHETIC
 from data.names import known_names, safe_name
-from data.replay import TRAJECTORIES
+from data.sources import ANNOTATIONS, EXPORTS, Sources
 from eval.backend import BackendConfig
 from operators.engine import MODES
 from operators.learned import EXTRACT_MODES
@@ -29,12 +29,17 @@ class ReplayConfig:
     adapters: str | None = None
     """A directory holding extract/, compare/ and update/; default: the trajectory's LOO fold."""
     adapters_dir: str = "outputs/adapters"
-    export_dir: str = "../shared/data/codex-trajectories"
+    annotations: list[str] = field(default_factory=lambda: list(ANNOTATIONS))
+    """Directories of trajectory annotations (``<name>.yaml``), searched in order."""
+    exports: list[str] = field(default_factory=lambda: list(EXPORTS))
+    """Directories of commit exports (``<name>.jsonl``), searched in order."""
     budget: int = 1700
 
+    def sources(self) -> Sources:
+        return Sources.of(self.annotations, self.exports)
+
     def __post_init__(self) -> None:
-        if self.trajectory not in TRAJECTORIES:
-            raise ValueError(f"trajectory={self.trajectory!r}; expected one of {', '.join(TRAJECTORIES)}")
+        known_names("trajectory", [self.trajectory], self.sources().names())
         if self.operators not in MODES:
             raise ValueError(f"operators={self.operators!r}; expected one of {', '.join(MODES)}")
         if self.extract not in EXTRACT_MODES:
@@ -45,7 +50,8 @@ class ReplayConfig:
 class LooConfig:
     run: str = "tiny-hf"
     """Run name: records and report go to ``<out_dir>/<run>/``; rerunning it resumes."""
-    folds: list[str] = field(default_factory=lambda: list(TRAJECTORIES))
+    folds: list[str] | None = None
+    """Unset: every trajectory the annotations hold."""
     model: ModelConfig = field(default_factory=ModelConfig)
     backend: BackendConfig = field(default_factory=BackendConfig)
     adapters: str | None = None
@@ -57,7 +63,10 @@ class LooConfig:
     adapters_dir: str = "outputs/adapters"
     datasets_dir: str = "outputs/datasets"
     out_dir: str = "outputs/loo"
-    export_dir: str = "../shared/data/codex-trajectories"
+    annotations: list[str] = field(default_factory=lambda: list(ANNOTATIONS))
+    """Directories of trajectory annotations (``<name>.yaml``), searched in order."""
+    exports: list[str] = field(default_factory=lambda: list(EXPORTS))
+    """Directories of commit exports (``<name>.jsonl``), searched in order."""
     seed: int = 0
     train_overrides: list[str] = field(default_factory=list)
     """train.py overrides used when an adapter has to be trained (e.g. max_steps=30)."""
@@ -68,9 +77,15 @@ class LooConfig:
     """Samples per operator call; records are flushed after each batch."""
     progress: bool = True
 
+    def sources(self) -> Sources:
+        return Sources.of(self.annotations, self.exports)
+
     def __post_init__(self) -> None:
         safe_name("run", self.run)
-        known_names("folds", self.folds, TRAJECTORIES)
+        names = self.sources().names()
+        if self.folds is None:
+            self.folds = names
+        known_names("folds", self.folds, names)
         if unknown := sorted(set(self.op_train_overrides) - set(OPS)):
             raise ValueError(f"op_train_overrides: unknown operator {unknown}; expected some of {OPS}")
         if self.adapters_fold not in (None, SYNTHETIC):

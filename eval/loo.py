@@ -38,7 +38,9 @@ def ensure_datasets(cfg: LooConfig) -> None:
     from data.pipeline import run as build_data
 
     print(f"building datasets into {cfg.datasets_dir}", flush=True)
-    build_data(DataConfig(out_dir=cfg.datasets_dir, export_dir=cfg.export_dir, seed=cfg.seed))
+    build_data(
+        DataConfig(out_dir=cfg.datasets_dir, annotations=cfg.annotations, exports=cfg.exports, seed=cfg.seed)
+    )
 
 
 def train_config(cfg: LooConfig, fold: str, op: str) -> tuple[TrainConfig, list[str]]:
@@ -50,7 +52,8 @@ def train_config(cfg: LooConfig, fold: str, op: str) -> tuple[TrainConfig, list[
         f"model.path={cfg.model.path}",
         f"datasets_dir={cfg.datasets_dir}",
         f"adapters_dir={cfg.adapters_dir}",
-        f"export_dir={cfg.export_dir}",
+        f"annotations=[{','.join(cfg.annotations)}]",
+        f"exports=[{','.join(cfg.exports)}]",
         f"seed={cfg.seed}",
         "resume=true",
         *cfg.train_overrides,
@@ -88,7 +91,7 @@ def run(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
     # One backend per set of adapters: each fold's own, or one for every fold when they share
     # the adapters of ``adapters_fold`` (a single vLLM server then serves the whole run).
     for folds in [cfg.folds] if cfg.adapters_fold else [[f] for f in cfg.folds]:
-        episodes = {f: load_trajectory(f, Path(cfg.export_dir)) for f in folds}
+        episodes = {f: load_trajectory(f, cfg.sources()) for f in folds}
         adapters = ensure_adapters(cfg, folds[0]) if cfg.backend.kind != "symbolic" else None
         name = cfg.adapters_fold or folds[0]
         log = out / "logs" / f"serve-{name}.log"

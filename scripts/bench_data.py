@@ -18,11 +18,12 @@ from data.build import build_folds, build_pool
 from data.config import DataConfig
 from data.replay import load_trajectories
 from data.scenarios.generate import scenarios
+from data.sources import EXPORTS
 
 
 def once(cfg: DataConfig, out: Path) -> dict[str, float]:
     t = {"start": time.perf_counter()}
-    trajectories = load_trajectories(Path(cfg.export_dir))
+    trajectories = load_trajectories(cfg.sources())
     synthetic = scenarios(cfg.seed, cfg.scenarios_per_family, cfg.noisy_per_family, cfg.noise)
     t["episodes"] = time.perf_counter()
     pool = build_pool(synthetic + trajectories, cfg.seed, cfg.compare_per_label, progress=False)
@@ -46,9 +47,9 @@ def once(cfg: DataConfig, out: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--export-dir", default=DataConfig.export_dir)
+    parser.add_argument("--exports", nargs="+", default=EXPORTS, help="export directories, searched in order")
     args = parser.parse_args()
-    cfg = DataConfig(export_dir=args.export_dir, progress=False)
+    cfg = DataConfig(exports=args.exports, progress=False)
     runs = []
     for _ in range(args.repeats):
         with tempfile.TemporaryDirectory() as tmp:

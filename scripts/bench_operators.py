@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from data.replay import load_trajectory
+from data.sources import ANNOTATIONS, EXPORTS, Sources
 from eval.backend import BackendConfig, open_backend
 from operators.learned import LearnedOperators, Outcome
 from train.builds import ensure_model
@@ -38,14 +39,14 @@ def main() -> None:
     ap.add_argument("--adapters", required=True, help="a directory holding extract/, compare/, update/")
     ap.add_argument("--backends", default="hf,vllm")
     ap.add_argument("--fold", default="patch-guardrails")
-    ap.add_argument("--export-dir", default="../shared/data/codex-trajectories")
+    ap.add_argument("--exports", nargs="+", default=EXPORTS, help="export directories, searched in order")
     ap.add_argument("--requests", type=int, default=32)
     ap.add_argument("--batch-size", type=int, default=8, help="hf: requests per generate call")
     args = ap.parse_args()
 
     model = model_config(args.model)
     ensure_model(model)
-    episode = load_trajectory(args.fold, Path(args.export_dir))
+    episode = load_trajectory(args.fold, Sources.of(ANNOTATIONS, args.exports))
     notes = [(s.note(), episode.catalog) for s in episode.sessions]
     notes = (notes * (args.requests // len(notes) + 1))[: args.requests]
     claims = [c for s in episode.sessions for c in s.memory_claims()]

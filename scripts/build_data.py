@@ -22,6 +22,8 @@ def main(raw: DictConfig) -> None:
     try:
         if cfg.validate:
             counts = validate(cfg)
+            for name, where in counts.pop("validated").items():
+                print(f"{name}: {where['annotation']} + {where['export']}")
             print("annotations and export are valid: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
             return
         result = run(cfg, overrides=list(HydraConfig.get().overrides.task))

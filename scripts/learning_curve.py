@@ -18,7 +18,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from data.replay import TRAJECTORIES
+from data.sources import ANNOTATIONS, EXPORTS, Sources
 from eval.harness import load_test, pair_records
 from eval.metrics import bootstrap_ci
 from operators.backends.hf import HFBackend
@@ -59,7 +59,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("adapter", type=Path, help="an adapter directory with checkpoints/ inside")
     parser.add_argument("--datasets-dir", type=Path, default=Path("outputs/datasets"))
-    parser.add_argument("--folds", nargs="+", choices=TRAJECTORIES, default=list(TRAJECTORIES))
+    shipped = Sources.of(ANNOTATIONS, EXPORTS).names()
+    parser.add_argument("--folds", nargs="+", choices=shipped, default=shipped)
     args = parser.parse_args()
     resolved = args.adapter / "resolved_config.json"
     if not resolved.exists():

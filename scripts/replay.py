@@ -24,7 +24,7 @@ from operators.learned import LearnedOperators
 def main(raw: DictConfig) -> None:
     cfg: ReplayConfig = OmegaConf.to_object(raw)
     try:
-        episode = load_trajectory(cfg.trajectory, Path(cfg.export_dir))
+        episode = load_trajectory(cfg.trajectory, cfg.sources())
         if cfg.operators == "symbolic":
             result = replay(episode)
         else:

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from hydra.core.config_store import ConfigStore
 
-from data.replay import TRAJECTORIES
+from data.names import known_names
+from data.sources import ANNOTATIONS, EXPORTS, Sources
 from eval.backend import BackendConfig
 from train.config import ModelConfig
 
@@ -61,14 +62,18 @@ class StepResources:
 class SubmitConfig:
     run: str = "qwen2.5-14b-instruct-vllm"
     """Records and report go to ``<out_dir>/<run>/``; also the prefix of the job names."""
-    folds: list[str] = field(default_factory=lambda: list(TRAJECTORIES))
+    folds: list[str] | None = None
+    """Unset: every trajectory the annotations hold."""
     model: ModelConfig = field(default_factory=ModelConfig)
     backend: BackendConfig = field(default_factory=BackendConfig)
     resources: StepResources = field(default_factory=StepResources)
     datasets_dir: str = "outputs/datasets"
     adapters_dir: str = "outputs/adapters"
     out_dir: str = "outputs/loo"
-    export_dir: str = "../shared/data/codex-trajectories"
+    annotations: list[str] = field(default_factory=lambda: list(ANNOTATIONS))
+    """Directories of trajectory annotations (``<name>.yaml``), searched in order."""
+    exports: list[str] = field(default_factory=lambda: list(EXPORTS))
+    """Directories of commit exports (``<name>.jsonl``), searched in order."""
     logs_dir: str = "logs"
     seed: int = 0
     prepare: bool = True
@@ -89,9 +94,12 @@ class SubmitConfig:
     dry_run: bool = False
 
     def __post_init__(self) -> None:
-        unknown = [f for f in self.folds if f not in TRAJECTORIES]
-        if unknown or not self.folds:
-            raise ValueError(f"folds: {unknown or 'none given'}; expected some of {', '.join(TRAJECTORIES)}")
+        names = Sources.of(self.annotations, self.exports).names()
+        if self.folds is None:
+            self.folds = names
+        known_names("folds", self.folds, names)
+        if not self.folds:
+            raise ValueError(f"folds: none given; expected some of {', '.join(names)}")
         if len(set(self.folds)) != len(self.folds):
             raise ValueError(f"folds: {self.folds} names a fold twice")
         if not _NAME.fullmatch(self.run):

@@ -7,8 +7,16 @@ from pathlib import Path
 
 import pytest
 
+from data.sources import Sources
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_EXPORT = ROOT.parent / "shared" / "data" / "codex-trajectories"
+SHIPPED_ANNOTATIONS = ROOT / "data" / "trajectories"
+
+
+def shipped(export: Path) -> Sources:
+    """The shipped annotations with this export directory."""
+    return Sources.of([SHIPPED_ANNOTATIONS], [export])
 
 
 @pytest.fixture(scope="session")
@@ -51,7 +59,7 @@ def small_datasets(tmp_path_factory: pytest.TempPathFactory, export_dir: Path) -
         scenarios_per_family=4,
         noisy_per_family=0,
         out_dir=str(out),
-        export_dir=str(export_dir),
+        exports=[str(export_dir)],
         folds=["patch-guardrails", "all"],
         progress=False,
     )

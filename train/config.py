@@ -10,7 +10,7 @@ from omegaconf import MISSING
 
 from data.build import TRAINING_FOLDS
 from data.names import known_names, safe_name
-from data.replay import TRAJECTORIES
+from data.sources import ANNOTATIONS, EXPORTS, Sources
 
 
 @dataclass
@@ -74,13 +74,20 @@ class TrainConfig:
     overwrite: bool = False
     prepare: bool = True
     """Build missing prerequisites first: the datasets (all folds) and a model the project builds."""
-    export_dir: str = "../shared/data/codex-trajectories"
-    """Commit export used when the datasets have to be built."""
+    annotations: list[str] = field(default_factory=lambda: list(ANNOTATIONS))
+    """Directories of trajectory annotations (``<name>.yaml``), searched in order: the
+    holdout must be one, and they build missing datasets."""
+    exports: list[str] = field(default_factory=lambda: list(EXPORTS))
+    """Directories of commit exports (``<name>.jsonl``), searched in order."""
+
+    def sources(self) -> Sources:
+        return Sources.of(self.annotations, self.exports)
 
     def __post_init__(self) -> None:
         safe_name("model.name", self.model.name)
         if self.holdout is not None:
-            known_names("holdout", [self.holdout], [*TRAJECTORIES, *TRAINING_FOLDS])
+            names = self.sources().names()
+            known_names("holdout", [self.holdout], [*names, *TRAINING_FOLDS])
 
 
 MODEL_CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "model"

@@ -79,7 +79,11 @@ def prepare(cfg: TrainConfig) -> None:
         from data.pipeline import run as build_data
 
         print(f"building datasets into {cfg.datasets_dir} (scripts/build_data.py)", flush=True)
-        build_data(DataConfig(out_dir=cfg.datasets_dir, export_dir=cfg.export_dir, seed=cfg.seed))
+        build_data(
+            DataConfig(
+                out_dir=cfg.datasets_dir, annotations=cfg.annotations, exports=cfg.exports, seed=cfg.seed
+            )
+        )
     ensure_model(cfg.model)
 
 

@@ -11,9 +11,11 @@ from data.build import SYNTHETIC, TRAINING_FOLDS, LeakageError, check_leakage
 from data.config import DataConfig
 from data.examples import COMPARE_LABELS
 from data.pipeline import run
-from data.replay import TRAJECTORIES, load_trajectory
+from data.replay import load_trajectory
+from data.sources import SHIPPED
 from memory import ACTIONS
 from operators.schemas import CompareOutput, ExtractOutput, UpdateOutput
+from tests.conftest import shipped
 
 
 def small(out: Path, export_dir: Path, **changes: object) -> DataConfig:
@@ -21,7 +23,7 @@ def small(out: Path, export_dir: Path, **changes: object) -> DataConfig:
         scenarios_per_family=6,
         noisy_per_family=2,
         out_dir=str(out),
-        export_dir=str(export_dir),
+        exports=[str(export_dir)],
         tokenizer_dir=str(out / "no-tokenizer"),
         progress=False,
     )
@@ -41,7 +43,7 @@ def test_every_fold_and_op_is_a_dataset_dict_with_jsonl(built: tuple[Path, dict]
     from datasets import load_from_disk
 
     out, _ = built
-    for fold in (*TRAJECTORIES, *TRAINING_FOLDS):
+    for fold in (*SHIPPED, *TRAINING_FOLDS):
         for op in ("extract", "compare", "update"):
             dd = load_from_disk(str(out / fold / op))
             held_out = fold not in TRAINING_FOLDS
@@ -83,7 +85,7 @@ def test_card_files_and_manifest(built: tuple[Path, dict]) -> None:
     out, _ = built
     card = json.loads((out / "card.json").read_text())
     assert card["length_unit"] == "characters"
-    assert set(card["folds"]) == {*TRAJECTORIES, *TRAINING_FOLDS}
+    assert set(card["folds"]) == {*SHIPPED, *TRAINING_FOLDS}
     assert "| conflicting/none |" in (out / "card.md").read_text()
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["seed"] == 0 and len(manifest["dataset_fingerprint"]) == 64
@@ -109,7 +111,7 @@ def test_same_seed_gives_byte_identical_outputs(tmp_path: Path, export_dir: Path
 
 def test_leakage_check_catches_holdout_material(built: tuple[Path, dict], export_dir: Path) -> None:
     out, _ = built
-    holdout = load_trajectory("model-routing", export_dir)
+    holdout = load_trajectory("model-routing", shipped(export_dir))
     splits = {
         s: [
             json.loads(x) for x in (out / "model-routing" / "compare" / f"{s}.jsonl").read_text().splitlines()

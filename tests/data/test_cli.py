@@ -22,13 +22,13 @@ def build_data(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_validate_reports_counts(export_dir: Path) -> None:
-    proc = build_data("validate=true", f"export_dir={export_dir}")
+    proc = build_data("validate=true", f"exports=[{export_dir}]")
     assert proc.returncode == 0, proc.stderr
     assert "5 trajectories, 57 commits" in proc.stdout
 
 
 def test_validate_lists_problems_and_fails(tmp_path: Path) -> None:
-    proc = build_data("validate=true", f"export_dir={tmp_path}")
+    proc = build_data("validate=true", f"exports=[{tmp_path}]")
     assert proc.returncode == 1
     assert proc.stderr.count("export not found") == 5
 

@@ -92,7 +92,7 @@ def small(out: Path, export_dir: Path, **changes: object) -> DataConfig:
         "scenarios_per_family": 2,
         "noisy_per_family": 0,
         "out_dir": str(out),
-        "export_dir": str(export_dir),
+        "exports": [str(export_dir)],
         "tokenizer_dir": str(out / "no-tokenizer"),
         "folds": ["patch-guardrails", "all"],
         "progress": False,

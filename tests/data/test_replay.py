@@ -11,13 +11,15 @@ import pytest
 import yaml
 
 from data.problems import DataError
+from data.replay import load_trajectories, load_trajectory, read_export
 from data.sessions import Query
-from data.replay import ANNOTATIONS, TRAJECTORIES, load_trajectories, load_trajectory, read_export
+from data.sources import SHIPPED, Sources
+from tests.conftest import SHIPPED_ANNOTATIONS, shipped
 
 
 def test_all_five_trajectories_replay(export_dir: Path) -> None:
-    episodes = load_trajectories(export_dir)
-    assert [e.id for e in episodes] == list(TRAJECTORIES)
+    episodes = load_trajectories(shipped(export_dir))
+    assert [e.id for e in episodes] == list(SHIPPED)
     for e in episodes:
         exported = len((export_dir / f"{e.id}.jsonl").read_text().splitlines())
         commits = [s for s in e.sessions if s.commit]
@@ -32,7 +34,7 @@ def test_all_five_trajectories_replay(export_dir: Path) -> None:
 
 
 def test_note_is_built_from_subject_summary_and_files(export_dir: Path) -> None:
-    episode = load_trajectory("patch-guardrails", export_dir)
+    episode = load_trajectory("patch-guardrails", shipped(export_dir))
     first = episode.sessions[0]
     _, record = read_export(export_dir / "patch-guardrails.jsonl")[0][0]
     assert first.commit == record.short and first.at == record.author_date
@@ -42,7 +44,7 @@ def test_note_is_built_from_subject_summary_and_files(export_dir: Path) -> None:
 
 
 def test_stale_distractors_end_up_contested(export_dir: Path) -> None:
-    for episode in load_trajectories(export_dir):
+    for episode in load_trajectories(shipped(export_dir)):
         mem = episode.replay()
         stale = [c for s in episode.sessions if not s.commit for c in s.memory_claims()]
         for claim in stale:
@@ -54,7 +56,7 @@ def test_stale_distractors_end_up_contested(export_dir: Path) -> None:
 
 def test_entity_names_are_shared_across_trajectories(export_dir: Path) -> None:
     entities: dict[str, set[str]] = {}
-    for e in load_trajectories(export_dir):
+    for e in load_trajectories(shipped(export_dir)):
         for entry in e.catalog.entries:
             entities.setdefault(entry.entity, set()).add(e.id)
     shared = {k for k, v in entities.items() if len(v) > 1}
@@ -65,7 +67,7 @@ def test_entity_names_are_shared_across_trajectories(export_dir: Path) -> None:
 def workspace(tmp_path: Path, export_dir: Path) -> tuple[Path, Path]:
     exports, annotations = tmp_path / "export", tmp_path / "ann"
     shutil.copytree(export_dir, exports)
-    shutil.copytree(ANNOTATIONS, annotations)
+    shutil.copytree(SHIPPED_ANNOTATIONS, annotations)
     return exports, annotations
 
 
@@ -79,7 +81,7 @@ def test_malformed_export_line_names_file_and_line(workspace: tuple[Path, Path])
     lines[4] = json.dumps(bad)
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(DataError) as err:
-        load_trajectory("model-routing", exports, annotations)
+        load_trajectory("model-routing", Sources.of([annotations], [exports]))
     text = str(err.value)
     assert f"{path}:3: <json>: not valid JSON" in text
     assert f"{path}:5: author_date" in text
@@ -94,7 +96,7 @@ def test_unknown_evidence_type_and_missing_commit_name_line_and_field(workspace:
     path.write_text(text)
     rumour_line = next(i for i, line in enumerate(text.splitlines(), 1) if "rumour" in line)
     with pytest.raises(DataError) as err:
-        load_trajectory("exec-app-server", exports, annotations)
+        load_trajectory("exec-app-server", Sources.of([annotations], [exports]))
     message = str(err.value)
     assert (
         f"{path}:{rumour_line}: commits[0].claims[0].evidence_type: unknown evidence type 'rumour'" in message
@@ -102,7 +104,7 @@ def test_unknown_evidence_type_and_missing_commit_name_line_and_field(workspace:
 
     path.write_text(path.read_text().replace("rumour", "code-change"))
     with pytest.raises(DataError) as err:
-        load_trajectory("exec-app-server", exports, annotations)
+        load_trajectory("exec-app-server", Sources.of([annotations], [exports]))
     commit_line = next(i for i, line in enumerate(text.splitlines(), 1) if "deadbeef0" in line)
     message = str(err.value)
     assert f"{path}:{commit_line}: commits[1].commit: deadbeef0 not found in" in message
@@ -115,7 +117,7 @@ def test_all_problems_are_reported_at_once(workspace: tuple[Path, Path]) -> None
         path = annotations / f"{name}.yaml"
         path.write_text(path.read_text().replace("evidence_type: code-change}", "evidence_type: guess}"))
     with pytest.raises(DataError) as err:
-        load_trajectories(exports, names=("browser-surface", "patch-guardrails"), annotations=annotations)
+        load_trajectories(Sources.of([annotations], [exports]), names=("browser-surface", "patch-guardrails"))
     files = {p.file.name for p in err.value.problems}
     assert files == {"browser-surface.yaml", "patch-guardrails.yaml"}
     assert len(err.value.problems) >= 20
@@ -139,7 +141,8 @@ def test_bytes_that_are_not_utf8_are_one_more_problem_with_line_and_offset(
     )
     with pytest.raises(DataError) as err:
         load_trajectories(
-            exports, names=("model-routing", "patch-guardrails", "exec-app-server"), annotations=annotations
+            Sources.of([annotations], [exports]),
+            names=("model-routing", "patch-guardrails", "exec-app-server"),
         )
     text = str(err.value)
     assert f"{export}:3: <encoding>: not UTF-8: byte 0xff at byte offset {at}" in text
@@ -167,7 +170,7 @@ def test_duplicates_in_an_export_or_annotation_are_named_with_both_lines(
     text = text.replace("distractors:", block.rstrip("\n") + "\ndistractors:", 1)
     ann.write_text(text)
     with pytest.raises(DataError) as err:
-        load_trajectory("browser-surface", exports, annotations)
+        load_trajectory("browser-surface", Sources.of([annotations], [exports]))
     message = str(err.value)
     twice = json.loads(lines[1])["short"]
     assert f"{export}:{len(lines) + 1}: commit: {twice} duplicate at lines 2 and {len(lines) + 1}" in message
@@ -194,3 +197,17 @@ def test_query_tokens_match_whole_tokens_only(answer: str, token: str, whole: bo
     forbidden = Query(id="q", type="current-state", question="?", target=target, forbidden=(token,))
     assert required.accepts(answer) is whole
     assert forbidden.accepts(answer) is not whole
+
+
+def test_a_query_the_gold_replay_fails_is_named_with_file_and_line(workspace: tuple[Path, Path]) -> None:
+    from data.config import DataConfig
+    from data.pipeline import validate
+
+    exports, annotations = workspace
+    path = annotations / "model-routing.yaml"
+    text = path.read_text().replace('required: ["function"]', 'required: ["nothing like it"]')
+    path.write_text(text)
+    line = next(n for n, x in enumerate(text.splitlines(), 1) if "id: model-routing-q3" in x)
+    with pytest.raises(DataError) as err:
+        validate(DataConfig(annotations=[str(annotations)], exports=[str(exports)]))
+    assert f"{path}:{line}: queries[model-routing-q3]: gold replay answers 'function'" in str(err.value)

@@ -31,7 +31,7 @@ def config(out: Path, datasets: Path, export_dir: Path) -> LooConfig:
         model=ModelConfig(name="none", path="none"),
         out_dir=str(out),
         datasets_dir=str(datasets),
-        export_dir=str(export_dir),
+        exports=[str(export_dir)],
         batch=4,
         progress=False,
     )

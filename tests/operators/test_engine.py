@@ -12,11 +12,12 @@ from operators.backends import BackendError, Completion, Request
 from operators.engine import LearnedDecide, replay
 from operators.learned import LearnedOperators
 from operators.symbolic import SymbolicBackend
+from tests.conftest import shipped
 
 
 @pytest.fixture(scope="module")
 def episode(export_dir: Path):
-    return load_trajectory("permissions-flow", export_dir)
+    return load_trajectory("permissions-flow", shipped(export_dir))
 
 
 def state(mem: StateMemory) -> dict:

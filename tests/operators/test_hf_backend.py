@@ -12,6 +12,7 @@ from operators.backends import BASE, BackendError, Request
 from operators.backends.hf import HFBackend
 from operators.learned import LearnedOperators
 from operators.schemas import CompareOutput, ExtractOutput, Selection, json_schema
+from tests.conftest import shipped
 from train.config import ModelConfig
 
 pytestmark = pytest.mark.slow
@@ -48,7 +49,7 @@ def random_adapters(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) 
 
 @pytest.fixture(scope="module")
 def notes(export_dir: Path):
-    episode = load_trajectory("patch-guardrails", export_dir)
+    episode = load_trajectory("patch-guardrails", shipped(export_dir))
     return episode, [(s.note(), episode.catalog) for s in episode.sessions[:6]]
 
 

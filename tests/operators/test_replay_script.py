@@ -28,7 +28,7 @@ def test_replay_runs_with_trained_adapters(
         "model=tiny",
         f"model.path={tiny_model}",
         f"adapters={trained_adapters}",
-        f"export_dir={export_dir}",
+        f"exports=[{export_dir}]",
     ]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -47,7 +47,7 @@ def test_replay_without_adapters_says_what_is_missing(tmp_path: Path, export_dir
         "scripts/replay.py",
         "operators=learned",
         f"adapters={tmp_path}",
-        f"export_dir={export_dir}",
+        f"exports=[{export_dir}]",
     ]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1

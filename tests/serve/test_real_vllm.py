@@ -71,7 +71,7 @@ def loo_config(name: str, out: Path, adapters: Path, datasets: Path, export_dir:
         f"out_dir={out}",
         f"adapters={adapters.parent}",
         f"datasets_dir={datasets}",
-        f"export_dir={export_dir}",
+        f"exports=[{export_dir}]",
         "progress=false",
         *backend,
     ]
@@ -107,9 +107,9 @@ def test_the_server_lists_its_own_name_and_the_three_adapters(server: VLLMServer
 
 def test_every_operator_answers_compact_json_that_validates(backend, small_datasets: Path) -> None:
     from data.replay import load_trajectory
-    from tests.conftest import SHARED_EXPORT
+    from tests.conftest import SHARED_EXPORT, shipped
 
-    episode = load_trajectory(FOLD, SHARED_EXPORT)
+    episode = load_trajectory(FOLD, shipped(SHARED_EXPORT))
     ops = LearnedOperators(backend)
     notes = [(s.note(), episode.catalog) for s in episode.sessions[:4]]
     claims = example_claims()
@@ -313,7 +313,7 @@ def test_sigterm_to_a_loo_run_stops_the_server_it_started(
     """scancel and a requeue send SIGTERM; the vLLM server the run launched must not outlive it."""
     cmd = [sys.executable, "scripts/loo.py", "backend=vllm", f"folds=[{FOLD}]", f"out_dir={tmp_path}"]
     cmd += [f"adapters={trained_adapters.parent}", f"datasets_dir={small_datasets}"]
-    cmd += [f"model.path={tiny_model}", f"export_dir={export_dir}", "progress=false"]
+    cmd += [f"model.path={tiny_model}", f"exports=[{export_dir}]", "progress=false"]
     cmd += ["backend.serve.max_model_len=4096"]
     run = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     started = None

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from data.replay import TRAJECTORIES
+from data.sources import SHIPPED
 from eval.config import compose_config
 from slurm.config import SubmitConfig
 from slurm.submit import TEMPLATES, SubmitError, parse_job_id, plan, run
@@ -48,7 +48,7 @@ def test_dry_run_prints_the_full_five_fold_graph_as_argument_lists(tmp_path: Pat
         return next((a.split("=", 1)[1] for a in argv if a.startswith(f"--{name}=")), None)
 
     prepare, train, *evals, report = argvs
-    assert train[train.index(str(TEMPLATES["train"])) + 1] == ",".join(TRAJECTORIES)
+    assert train[train.index(str(TEMPLATES["train"])) + 1] == ",".join(SHIPPED)
     assert opt(train, "array") == "0-14" and opt(train, "dependency") == "afterok:<prepare>"
     assert (opt(train, "gres"), opt(train, "cpus-per-task"), opt(train, "mem")) == ("gpu:1", "16", "96G")
     assert opt(prepare, "gres") == "none" and opt(prepare, "dependency") is None
@@ -58,7 +58,7 @@ def test_dry_run_prints_the_full_five_fold_graph_as_argument_lists(tmp_path: Pat
         assert opt(argv, "dependency") == f"afterok:{own}"
         assert "--kill-on-invalid-dep=yes" in argv
         assert "backend=vllm" in argv and "backend.serve.port=0" in argv
-    folds = ":".join(f"<eval/{f}>" for f in TRAJECTORIES)
+    folds = ":".join(f"<eval/{f}>" for f in SHIPPED)
     assert opt(report, "dependency") == f"afterok:{folds}"
     for argv in argvs:
         assert opt(argv, "output") == "logs/%x-%A_%a.out"

@@ -193,7 +193,7 @@ def test_prepare_builds_missing_datasets_or_names_the_missing_export(
     tmp_path: Path, tiny_model: Path
 ) -> None:
     proc = launch(
-        "model=tiny", f"datasets_dir={tmp_path / 'ds'}", f"export_dir={tmp_path / 'none'}", accelerate=False
+        "model=tiny", f"datasets_dir={tmp_path / 'ds'}", f"exports=[{tmp_path / 'none'}]", accelerate=False
     )
     assert proc.returncode == 2
     assert "building datasets" in proc.stdout and "export not found" in proc.stderr

@@ -1,0 +1,55 @@
+"""Where trajectories come from: annotation and export directories, each searched in order.
+
+A trajectory is a name with ``<name>.yaml`` in an annotation directory and ``<name>.jsonl`` in
+an export directory. Every ``*.yaml`` found is a trajectory, so a user's repository joins by
+adding its directories to ``annotations=[...]`` and ``exports=[...]``; nothing lists names in code.
+A relative path is taken from the working directory, as every path in the configs is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ANNOTATIONS = [str(Path(__file__).parent / "trajectories")]
+"""The shipped annotations, wherever the checkout is run from."""
+EXPORTS = ["../shared/data/codex-trajectories"]
+SHIPPED = ("permissions-flow", "exec-app-server", "browser-surface", "model-routing", "patch-guardrails")
+"""The five shipped trajectories, in the paper's order; they come first, the others by name."""
+
+
+@dataclass(frozen=True)
+class Sources:
+    annotations: tuple[Path, ...]
+    exports: tuple[Path, ...]
+
+    @classmethod
+    def of(cls, annotations: Sequence[str | Path], exports: Sequence[str | Path]) -> Sources:
+        return cls(tuple(Path(a) for a in annotations), tuple(Path(e) for e in exports))
+
+    def found(self) -> dict[str, Path]:
+        """Trajectory name -> its annotation file; an earlier directory wins a name."""
+        files: dict[str, Path] = {}
+        for folder in self.annotations:
+            for path in sorted(folder.glob("*.yaml")):
+                files.setdefault(path.stem, path)
+        return dict(sorted(files.items(), key=lambda kv: (kv[0] not in SHIPPED, _rank(kv[0]), kv[0])))
+
+    def names(self) -> list[str]:
+        return list(self.found())
+
+    def annotation(self, name: str) -> Path:
+        """The annotation file, or where one was expected (the first directory)."""
+        return self.found().get(name, self.annotations[0] / f"{name}.yaml")
+
+    def export(self, name: str) -> Path:
+        """The first export of that name, or where one was expected (the first directory)."""
+        for folder in self.exports:
+            if (folder / f"{name}.jsonl").exists():
+                return folder / f"{name}.jsonl"
+        return self.exports[0] / f"{name}.jsonl"
+
+
+def _rank(name: str) -> int:
+    return SHIPPED.index(name) if name in SHIPPED else len(SHIPPED)
