@@ -1,17 +1,19 @@
 """Render the memory as a budgeted text document for a reader (an agent's context window).
 
-Priority under a character budget: current state always comes first; transitions and
-contested observations fill what is left, newest first, so the oldest go first; if the
-current state alone does not fit, coupled slots share a line, and only then are keys cut.
+Priority under a character budget: current state always comes first; then transitions, newest
+first; then contested observations, newest first, so under pressure contested lines and the
+oldest transitions go first (DESIGN §3). Lines are compact, so that history keeps a share of the
+budget: the scope is shown only off main/production, and a transition to the current value reads
+``-> current``. If the current state alone does not fit, coupled slots share a line, and only then
+are keys cut.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING
 
-from memory.claims import Claim, Key
+from memory.claims import DEFAULT_BRANCH, DEFAULT_ENV, Claim, Key
 from memory.lines import escape_line
 
 if TYPE_CHECKING:
@@ -32,8 +34,15 @@ def provenance(claim: Claim) -> str:
     return ", ".join(parts)
 
 
+def label(key: Key) -> str:
+    """``entity.slot``, with ``[branch/env]`` only off the default scope: most keys live on
+    main/production, and repeating it on every line would spend the budget history needs."""
+    scope = "" if (key.branch, key.env) == (DEFAULT_BRANCH, DEFAULT_ENV) else f" [{key.branch}/{key.env}]"
+    return f"{key.entity}.{key.slot}{scope}"
+
+
 def current_line(claim: Claim) -> str:
-    return f"{claim.key} = {escape_line(claim.value)} ({provenance(claim)})"
+    return f"{label(claim.key)} = {escape_line(claim.value)} ({provenance(claim)})"
 
 
 def _group_of(key: Key) -> tuple[int, str, str, str]:
@@ -122,28 +131,28 @@ def render(mem: StateMemory, budget: int = 1700) -> str:
     if len(out) <= 1:
         return "\n".join(out)
 
-    extras: list[tuple[datetime, str, str]] = []
-    for t in mem.transitions:
-        commit = f"{t.commit[:9]}, " if t.commit else ""
-        old, new = escape_line(t.old), escape_line(t.new)
-        line = f"{t.at.date().isoformat()} {t.key}: {old} -> {new} ({commit}{t.reason})"
-        extras.append((t.at, TRANSITIONS, line))
-    for entry in mem.entries():
-        current = escape_line(entry.current.value) if entry.current else "-"
-        for item in entry.contested():
-            c = item.best
-            line = f"{entry.key}: {escape_line(item.value)} vs current {current} ({provenance(c)})"
-            extras.append((item.at, CONTESTED, line))
-    extras.sort(key=lambda x: (x[0], x[2]), reverse=True)
+    # History under pressure: compact lines, every transition (newest first) before any
+    # contested observation, so the most recent changes survive where the current state is long.
+    currents = {e.key: e.current.value for e in mem.entries() if e.current is not None}
+    transitions = []
+    for t in sorted(mem.transitions, key=lambda t: (t.at, str(t.key), t.new), reverse=True):
+        new = "current" if currents.get(t.key) == t.new else escape_line(t.new)
+        commit = f" ({t.commit[:9]})" if t.commit else ""
+        transitions.append(f"{t.at.date().isoformat()} {label(t.key)}: {escape_line(t.old)} -> {new}{commit}")
+    observed = [(item.at, entry.key, item) for entry in mem.entries() for item in entry.contested()]
+    contested = [
+        f"{label(key)}: {escape_line(item.value)} ({provenance(item.best)})"
+        for _, key, item in sorted(observed, key=lambda x: (x[0], str(x[1]), x[2].value), reverse=True)
+    ]
 
-    sections: dict[str, list[str]] = {TRANSITIONS: [], CONTESTED: []}
-    for _, section, line in extras:
-        needed = [line] if sections[section] else [section, line]
-        if not page.fits(*needed):
-            break
-        page.take(*needed)
-        sections[section].append(line)
-    for section, lines in sections.items():
-        if lines:
-            out += [section, *lines]
+    for section, lines in ((TRANSITIONS, transitions), (CONTESTED, contested)):
+        kept = []
+        for line in lines:
+            needed = [line] if kept else [section, line]
+            if not page.fits(*needed):
+                break
+            page.take(*needed)
+            kept.append(line)
+        if kept:
+            out += [section, *kept]
     return "\n".join(out)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory import EVIDENCE_TYPES, Claim, Evidence, StateMemory, Status, norm
-from memory.renderer import BudgetTooSmall, smallest_budget
+from memory.renderer import BudgetTooSmall, label, smallest_budget
 from tests.memory.helpers import T0, claim, state
 
 claims = st.builds(
@@ -59,7 +59,7 @@ def test_render_is_complete_when_budget_is_ample(stream: list[Claim]) -> None:
     mem = replay(stream)
     doc = mem.render(budget=10**6)
     for entry in mem.entries():
-        assert f"{entry.key} = {entry.current.value}" in doc
+        assert f"{label(entry.key)} = {entry.current.value}" in doc
     assert doc.count(" -> ") == len(mem.transitions)
 
 

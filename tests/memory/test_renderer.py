@@ -31,11 +31,34 @@ def test_full_document_layout() -> None:
     doc = sample().render(budget=10_000)
     lines = doc.splitlines()
     assert lines[0] == CURRENT
-    assert "database.engine [main/production] = PostgreSQL 15 (a684a3609, 2026-03-02, code-change)" in lines
+    assert "database.engine = PostgreSQL 15 (a684a3609, 2026-03-02, code-change)" in lines
     assert lines.index(TRANSITIONS) < lines.index(CONTESTED)
     transitions = lines[lines.index(TRANSITIONS) + 1 : lines.index(CONTESTED)]
-    assert [t.split()[0] for t in transitions] == ["2026-03-05", "2026-03-02"]  # newest first
-    assert any("MySQL 5 vs current PostgreSQL 15" in line for line in lines)
+    assert transitions == [  # newest first, compact: no scope on main/production, "-> current"
+        "2026-03-05 deployment.platform: fly.io -> current (cafe123)",
+        "2026-03-02 database.engine: MySQL 8 -> current (a684a3609)",
+    ]
+    assert "database.engine: MySQL 5 (2026-03-03, stale-observation)" in lines
+
+
+def test_the_scope_is_shown_off_main_production() -> None:
+    mem = StateMemory()
+    mem.apply(claim("Redis 7", entity="cache", slot="backend", env="staging"))
+    mem.apply(claim("Redis 8", entity="cache", slot="backend", env="staging", day=1))
+    lines = mem.render(budget=10_000).splitlines()
+    assert "cache.backend [main/staging] = Redis 8 (2026-03-02, code-change)" in lines
+    assert "2026-03-02 cache.backend [main/staging]: Redis 7 -> current" in lines
+
+
+def test_history_keeps_a_share_when_the_current_state_is_long() -> None:
+    """Ten long current values and one change: at 1700 characters the change is still shown."""
+    mem = StateMemory()
+    for i in range(10):
+        mem.apply(claim(f"value {i} " + "x" * 80, entity=f"entity_{i}", slot="slot", commit="abcdef123"))
+    mem.apply(claim("value 0 renamed", entity="entity_0", slot="slot", commit="fedcba321", day=1))
+    doc = mem.render(budget=1700)
+    assert len(doc) <= 1700
+    assert "2026-03-02 entity_0.slot: value 0 " + "x" * 80 + " -> current (fedcba321)" in doc.splitlines()
 
 
 def test_output_is_deterministic() -> None:
