@@ -21,6 +21,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from data.build import OPS
 from data.sessions import Episode
 from eval.metrics import claim_f1
 from eval.records import Record, Records
@@ -203,7 +204,7 @@ def evaluate_fold(
     def on(variant: str) -> LearnedOperators:
         return prompted if variant == "prompted" else ops
 
-    tests = {op: load_test(datasets_dir, fold, op) for op in ("extract", "compare", "update")}
+    tests = {op: load_test(datasets_dir, fold, op) for op in OPS}
     # compare and update first: one short call per example, so a run cut short still has them.
     jobs: list[tuple[str, str, Callable[[Sequence[dict]], list[Record]]]] = []
     for op in ("compare", "update"):

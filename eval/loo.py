@@ -11,6 +11,7 @@ from typing import Any
 
 from data.build import OPS
 from data.manifest import fingerprint, write_manifest
+from data.names import adapters_path
 from data.replay import load_trajectory
 from eval.backend import ServedBackend, open_backend
 from eval.config import LooConfig, compose_config
@@ -78,7 +79,7 @@ def ensure_adapters(cfg: LooConfig, fold: str) -> Path:
         print(
             f"{fold}: {op} adapter: eval loss {manifest['eval_loss']:.4f}, {manifest['wall_seconds']:.0f} s"
         )
-    return Path(cfg.adapters_dir) / cfg.model.name / fold
+    return adapters_path(cfg.adapters_dir, cfg.model.name, fold)
 
 
 def run(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
@@ -117,7 +118,11 @@ def run(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
         ),
         run={"name": cfg.run, "model": cfg.model.name, "backend": cfg.backend.kind, "folds": cfg.folds},
         adapters={
-            f: str(Path(cfg.adapters or Path(cfg.adapters_dir) / cfg.model.name) / (cfg.adapters_fold or f))
+            f: str(
+                Path(cfg.adapters) / (cfg.adapters_fold or f)
+                if cfg.adapters
+                else adapters_path(cfg.adapters_dir, cfg.model.name, cfg.adapters_fold or f)
+            )
             for f in cfg.folds
         },
         serving=serving,

@@ -117,8 +117,8 @@ def markdown(summary: dict[str, Any], run: dict[str, Any]) -> str:
         lines += [
             f"## {variant}",
             "",
-            "| Holdout | Overall | Extract | Compare | Update |",
-            "| --- | --- | --- | --- | --- |",
+            "| Holdout | Overall | " + " | ".join(op.capitalize() for op in OPS) + " |",
+            "| --- | --- |" + " --- |" * len(OPS),
         ]
         for fold, by_variant in summary["folds"].items():
             s = by_variant[variant]

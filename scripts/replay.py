@@ -11,6 +11,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from data.names import adapters_path
 from data.problems import DataError
 from data.replay import load_trajectory
 from eval.backend import open_backend
@@ -28,7 +29,7 @@ def main(raw: DictConfig) -> None:
         if cfg.operators == "symbolic":
             result = replay(episode)
         else:
-            adapters = cfg.adapters or Path(cfg.adapters_dir) / cfg.model.name / cfg.trajectory
+            adapters = cfg.adapters or adapters_path(cfg.adapters_dir, cfg.model.name, cfg.trajectory)
             log = Path("outputs") / "logs" / f"serve-{cfg.trajectory}.log"
             with open_backend(cfg.backend, cfg.model, adapters, [episode], log) as backend:
                 result = replay(episode, cfg.operators, LearnedOperators(backend), cfg.extract)

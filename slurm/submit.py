@@ -28,6 +28,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from data.build import OPS
 from data.config import DataConfig
+from data.names import adapters_path
 from eval.config import compose_config
 from slurm.config import SubmitConfig
 from train.builds import built
@@ -83,7 +84,7 @@ def missing_inputs(cfg: SubmitConfig) -> list[str]:
 
 
 def adapter_done(cfg: SubmitConfig, fold: str, op: str) -> bool:
-    return (Path(cfg.adapters_dir) / cfg.model.name / fold / op / "manifest.json").exists()
+    return (adapters_path(cfg.adapters_dir, cfg.model.name, fold, op) / "manifest.json").exists()
 
 
 def job_args(cfg: SubmitConfig) -> dict[str, list[str]]:
@@ -108,13 +109,20 @@ def job_args(cfg: SubmitConfig) -> dict[str, list[str]]:
             *tokenizer,
             *cfg.data_overrides,
         ],
-        "train": [folds, *model, *common, f"adapters_dir={cfg.adapters_dir}", *cfg.train_overrides],
+        "train": [
+            folds,
+            ",".join(OPS),
+            *model,
+            *common,
+            f"adapters_dir={cfg.adapters_dir}",
+            *cfg.train_overrides,
+        ],
         "eval": [
             folds,
             cfg.run,
             *model,
             f"backend={cfg.backend.kind}",
-            f"adapters={Path(cfg.adapters_dir) / cfg.model.name}",
+            f"adapters={Path(cfg.adapters_dir) / cfg.model.name}",  # loo.py adds each fold
             f"out_dir={cfg.out_dir}",
             *common,
             *serve,
@@ -131,7 +139,7 @@ def validate(cfg: SubmitConfig, args: dict[str, list[str]]) -> None:
     unbuilt = [f for f in cfg.folds if f not in data.folds]
     if unbuilt:
         raise SubmitError(f"data_overrides leave out fold(s) {', '.join(unbuilt)} that this run evaluates")
-    train_args = args["train"][1:]
+    train_args = args["train"][2:]
     for op in OPS:
         compose("train", [f"op={op}", f"holdout={cfg.folds[0]}", *train_args, "prepare=false"], "train.py")
     eval_args = [f"folds=[{cfg.folds[0]}]", f"run={cfg.run}", *args["eval"][2:]]

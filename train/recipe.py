@@ -14,10 +14,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from data.build import ALL
+from data.names import adapters_path
 from train.builds import ensure_model
 from train.config import ModelConfig, TrainConfig
-
-ALL = "all"
 
 
 class AdapterExists(RuntimeError):
@@ -25,7 +25,7 @@ class AdapterExists(RuntimeError):
 
 
 def adapter_dir(cfg: TrainConfig) -> Path:
-    return Path(cfg.adapters_dir) / cfg.model.name / (cfg.holdout or ALL) / cfg.op.name
+    return adapters_path(cfg.adapters_dir, cfg.model.name, cfg.holdout or ALL, cfg.op.name)
 
 
 def complete(checkpoint: Path) -> bool:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from data.build import OPS
 from data.sources import SHIPPED
 from eval.config import compose_config
 from slurm.config import SubmitConfig
@@ -48,7 +49,8 @@ def test_dry_run_prints_the_full_five_fold_graph_as_argument_lists(tmp_path: Pat
         return next((a.split("=", 1)[1] for a in argv if a.startswith(f"--{name}=")), None)
 
     prepare, train, *evals, report = argvs
-    assert train[train.index(str(TEMPLATES["train"])) + 1] == ",".join(SHIPPED)
+    at = train.index(str(TEMPLATES["train"]))
+    assert train[at + 1 : at + 3] == [",".join(SHIPPED), ",".join(OPS)]  # the op list travels with the job
     assert opt(train, "array") == "0-14" and opt(train, "dependency") == "afterok:<prepare>"
     assert (opt(train, "gres"), opt(train, "cpus-per-task"), opt(train, "mem")) == ("gpu:1", "16", "96G")
     assert opt(prepare, "gres") == "none" and opt(prepare, "dependency") is None
