@@ -14,7 +14,10 @@ from pathlib import Path
 
 ANNOTATIONS = [str(Path(__file__).parent / "trajectories")]
 """The shipped annotations, wherever the checkout is run from."""
-EXPORTS = ["../shared/data/codex-trajectories"]
+EXPORTED = "outputs/export"
+"""Where scripts/export_commits.py writes by default."""
+EXPORTS = ["../shared/data/codex-trajectories", EXPORTED]
+"""The shipped export, then your own exports."""
 SHIPPED = ("permissions-flow", "exec-app-server", "browser-surface", "model-routing", "patch-guardrails")
 """The five shipped trajectories, in the paper's order; they come first, the others by name."""
 

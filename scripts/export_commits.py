@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from data.export import ExportError, commits_from_file, commits_from_trajectory, export
+from data.sources import EXPORTED
 
 
 def main() -> None:
@@ -20,7 +21,7 @@ def main() -> None:
     source.add_argument("--commits", type=Path, help="file with one commit name per line")
     source.add_argument("--trajectory", type=Path, help="an annotation YAML; exports the commits it names")
     parser.add_argument("--name", help="trajectory name (default: from the YAML)")
-    parser.add_argument("--out", type=Path, help="output JSONL (default: outputs/export/<name>.jsonl)")
+    parser.add_argument("--out", type=Path, help=f"output JSONL (default: {EXPORTED}/<name>.jsonl)")
     args = parser.parse_args()
     try:
         if args.trajectory:
@@ -29,7 +30,7 @@ def main() -> None:
             if not args.name:
                 parser.error("--commits needs --name")
             name, commits = args.name, commits_from_file(args.commits)
-        out = args.out or Path("outputs/export") / f"{args.name or name}.jsonl"
+        out = args.out or Path(EXPORTED) / f"{args.name or name}.jsonl"
         records = export(args.repo, commits, args.name or name, out)
     except ExportError as exc:
         print(f"export failed: {exc}", file=sys.stderr)
