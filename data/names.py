@@ -20,6 +20,18 @@ def safe_name(field: str, value: str) -> str:
     return value
 
 
+def safe_path(field: str, value: str) -> str:
+    """A relative folder path of safe names (``run=tiny-hf/folds/patch-guardrails``, as the Slurm
+    eval jobs name their part of a run): no ``..``, no absolute path."""
+    for part in value.split("/"):
+        if not SAFE_NAME.fullmatch(part):
+            raise ValueError(
+                f"{field}={value!r}: each part of it becomes a folder, so it takes letters, digits, "
+                "'.', '_' and '-' only, starting with a letter or digit, parts joined by '/'"
+            )
+    return value
+
+
 def known_names(field: str, values: Iterable[str], allowed: Iterable[str]) -> None:
     allowed = list(allowed)
     if unknown := [v for v in values if v not in allowed]:

@@ -9,7 +9,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 
 from data.build import OPS, SYNTHETIC
-from data.names import known_names, safe_name
+from data.names import known_names, safe_path
 from data.sources import ANNOTATIONS, EXPORTS, Sources
 from eval.backend import BackendConfig
 from operators.engine import MODES
@@ -81,7 +81,7 @@ class LooConfig:
         return Sources.of(self.annotations, self.exports)
 
     def __post_init__(self) -> None:
-        safe_name("run", self.run)
+        safe_path("run", self.run)
         names = self.sources().names()
         if self.folds is None:
             self.folds = names

@@ -84,7 +84,8 @@ class TrainConfig:
         return Sources.of(self.annotations, self.exports)
 
     def __post_init__(self) -> None:
-        safe_name("model.name", self.model.name)
+        if self.model.name != MISSING:  # a config built in code fills the model in later
+            safe_name("model.name", self.model.name)
         if self.holdout is not None:
             names = self.sources().names()
             known_names("holdout", [self.holdout], [*names, *TRAINING_FOLDS])

@@ -43,6 +43,7 @@ def random_adapters(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) 
         base = AutoModelForCausalLM.from_pretrained(str(tiny_model), dtype=torch.float32)
         lora = LoraConfig(r=16, lora_alpha=32, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
         get_peft_model(base, lora).save_pretrained(str(root / op))
+        (root / op / "manifest.json").write_text('{"note": "random LoRA weights, made by the test"}')
         out[op] = root / op
     return out
 

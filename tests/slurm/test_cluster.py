@@ -170,6 +170,7 @@ def test_a_requeued_training_task_resumes_from_its_checkpoint(
         f"--export=ALL,MEMOPS_ROOT={ROOT},MEMOPS_PYTHON={sys.executable}",
         str(ROOT / "slurm" / "train.sbatch"),
         FOLD,
+        ",".join(OPS),  # task 2: update
         "model=tiny",
         f"datasets_dir={tmp / 'datasets'}",
         f"adapters_dir={adapters}",
