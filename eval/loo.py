@@ -12,6 +12,7 @@ from typing import Any
 from data.build import OPS
 from data.manifest import fingerprint, write_manifest
 from data.names import adapters_path
+from data.publish import unready
 from data.replay import load_trajectory
 from eval.backend import ServedBackend, open_backend
 from eval.config import LooConfig, compose_config
@@ -23,17 +24,8 @@ from operators.symbolic import SymbolicBackend
 from train.config import TrainConfig
 
 
-def _current(path: Path) -> bool:
-    """A test split exists and carries the ``inputs`` column the harness runs the rules on."""
-    if not path.exists():
-        return False
-    with path.open(encoding="utf-8") as f:
-        first = f.readline()
-    return not first or "inputs" in json.loads(first)
-
-
 def ensure_datasets(cfg: LooConfig) -> None:
-    if all(_current(Path(cfg.datasets_dir) / f / op / "test.jsonl") for f in cfg.folds for op in OPS):
+    if not unready(cfg.datasets_dir, cfg.folds, OPS):
         return
     from data.config import DataConfig
     from data.pipeline import run as build_data

@@ -29,6 +29,7 @@ from omegaconf.errors import OmegaConfBaseException
 from data.build import OPS
 from data.config import DataConfig
 from data.names import adapters_path
+from data.publish import unready
 from eval.config import compose_config
 from slurm.config import SubmitConfig
 from train.builds import built
@@ -71,11 +72,7 @@ def compose(name: str, overrides: list[str], where: str) -> Any:
 def missing_inputs(cfg: SubmitConfig) -> list[str]:
     """What the prepare job would build: the datasets, and the base when the project builds it."""
     missing = []
-    folds = [
-        fold
-        for fold in cfg.folds
-        if not all((Path(cfg.datasets_dir) / fold / op / "dataset_dict.json").exists() for op in OPS)
-    ]
+    folds = unready(cfg.datasets_dir, cfg.folds, OPS)
     if folds:
         missing.append(f"datasets ({len(folds)} fold(s) missing)")
     if cfg.model.build and not built(cfg.model.path):

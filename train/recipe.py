@@ -16,6 +16,7 @@ from typing import Any
 
 from data.build import ALL
 from data.names import adapters_path
+from data.publish import unready
 from train.builds import ensure_model
 from train.config import ModelConfig, TrainConfig
 
@@ -74,7 +75,7 @@ def use_every_core() -> int:
 
 def prepare(cfg: TrainConfig) -> None:
     """Build what a fresh checkout lacks, through the same code the dedicated scripts run."""
-    if not (Path(cfg.datasets_dir) / (cfg.holdout or ALL) / cfg.op.name / "dataset_dict.json").exists():
+    if unready(cfg.datasets_dir, [cfg.holdout or ALL], (cfg.op.name,)):
         from data.config import DataConfig
         from data.pipeline import run as build_data
 

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from data.build import OPS
 from data.config import DataConfig
 from data.pipeline import run
 from data.problems import DataError
-from data.publish import recover
+from data.publish import JOURNAL, recover, unready
 from tests.conftest import ROOT
 
 KILL_AT_STEP = """
@@ -140,3 +141,20 @@ def test_a_partial_rebuild_with_another_seed_is_refused_and_one_with_the_same_ke
     manifest = json.loads(after["manifest.json"])
     assert manifest["config"]["folds"] == ["all", "patch-guardrails"]
     assert manifest["folds"] == json.loads(before["manifest.json"])["folds"]
+
+
+def test_one_readiness_rule_sees_missing_ops_old_test_splits_and_a_swap_under_way(
+    tmp_path: Path, export_dir: Path
+) -> None:
+    out = tmp_path / "datasets"
+    run(small(out, export_dir))
+    folds = ["patch-guardrails", "all"]
+    assert unready(out, folds, OPS) == []
+    (out / "all" / "update" / "dataset_dict.json").unlink()
+    assert unready(out, folds, OPS) == ["all"]
+    test = out / "patch-guardrails" / "compare" / "test.jsonl"
+    test.write_text(json.dumps({"prompt": "an older build, without inputs"}) + "\n")
+    assert unready(out, folds, OPS) == folds
+    run(small(out, export_dir))
+    (out / JOURNAL).write_text(json.dumps({"names": [], "existed": []}))
+    assert unready(out, ["all"], OPS) == ["all"]  # a swap was killed: the next build puts it back

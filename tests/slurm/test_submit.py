@@ -84,7 +84,8 @@ def test_finished_adapters_and_present_datasets_are_not_redone(tmp_path: Path) -
     for op in ("extract", "compare", "update"):
         for fold in ("permissions-flow", "browser-surface"):
             (tmp_path / "ds" / fold / op).mkdir(parents=True)
-            (tmp_path / "ds" / fold / op / "dataset_dict.json").write_text("{}")
+            (tmp_path / "ds" / fold / op / "dataset_dict.json").write_text('{"splits": ["test"]}')
+            (tmp_path / "ds" / fold / op / "test.jsonl").write_text('{"inputs": {}}\n')
         (tmp_path / "ad" / cfg.model.name / "permissions-flow" / op).mkdir(parents=True)
         (tmp_path / "ad" / cfg.model.name / "permissions-flow" / op / "manifest.json").write_text("{}")
     (tmp_path / "ad" / cfg.model.name / "browser-surface" / "compare").mkdir(parents=True)
