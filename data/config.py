@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from hydra.core.config_store import ConfigStore
 
 from data.build import TRAINING_FOLDS
 from data.names import known_names
-from data.sources import ANNOTATIONS, EXPORTS, Sources
+from data.sources import SourcesConfig
 
 
 @dataclass
-class DataConfig:
+class DataConfig(SourcesConfig):
     seed: int = 0
     scenarios_per_family: int = 40
     noisy_per_family: int = 10
@@ -21,10 +21,6 @@ class DataConfig:
     compare_per_label: int = 2
     """Sampled compare pairs per label and episode, on top of the contradictions met in replay."""
     validation_fraction: float = 0.2
-    annotations: list[str] = field(default_factory=lambda: list(ANNOTATIONS))
-    """Directories of trajectory annotations (``<name>.yaml``), searched in order."""
-    exports: list[str] = field(default_factory=lambda: list(EXPORTS))
-    """Directories of commit exports (``<name>.jsonl``), searched in order."""
     out_dir: str = "outputs/datasets"
     tokenizer_dir: str = "outputs/models/tiny"
     folds: list[str] | None = None
@@ -39,9 +35,6 @@ class DataConfig:
         known_names("folds", self.folds, [*names, *TRAINING_FOLDS])
         if not 0 < self.validation_fraction < 1:
             raise ValueError(f"validation_fraction={self.validation_fraction}: must lie between 0 and 1")
-
-    def sources(self) -> Sources:
-        return Sources.of(self.annotations, self.exports)
 
 
 ConfigStore.instance().store(name="data_schema", node=DataConfig)

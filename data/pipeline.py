@@ -117,9 +117,10 @@ def run(cfg: DataConfig, overrides: list[str] | None = None) -> dict[str, Any]:
     out = Path(cfg.out_dir)
     recover(out)  # a build killed while swapping: back to its previous complete set
     check_partial_rebuild(cfg, out)
-    trajectories = load_trajectories(cfg.sources())
+    sources = cfg.sources()
+    trajectories = load_trajectories(sources)
     synthetic = scenarios(cfg.seed, cfg.scenarios_per_family, cfg.noisy_per_family, cfg.noise)
-    problems = check_queries(trajectories + synthetic, cfg.sources())
+    problems = check_queries(trajectories + synthetic, sources)
     if problems:
         raise DataError(problems)
     episodes = synthetic + trajectories
@@ -142,7 +143,7 @@ def run(cfg: DataConfig, overrides: list[str] | None = None) -> dict[str, Any]:
         if kept and (out / "card.json").exists():
             before = json.loads((out / "card.json").read_text())["folds"]
             sizes.update({f: {op: before[f][op] for op in OPS} for f in kept if f in before})
-            order = [*cfg.sources().names(), *TRAINING_FOLDS]
+            order = [*sources.names(), *TRAINING_FOLDS]
             sizes = dict(sorted(sizes.items(), key=lambda kv: order.index(kv[0])))
         info = card(pool, episodes, sizes, Path(cfg.tokenizer_dir))
         (staging / "card.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")

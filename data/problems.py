@@ -36,15 +36,14 @@ class DataError(ValueError):
 Path_ = tuple[str | int, ...]
 
 
-def decode(path: Path, data: bytes, offset: int = 0) -> tuple[str | None, list[Problem]]:
-    """``data`` (found at byte ``offset`` of ``path``) as UTF-8, or the problem naming the first
-    byte that is not: its line and its offset in the file."""
+def decode(path: Path, data: bytes, offset: int = 0, line: int = 1) -> tuple[str | None, list[Problem]]:
+    """``data`` (found at byte ``offset``, line ``line`` of ``path``) as UTF-8, or the problem
+    naming the first byte that is not: its line and its offset in the file."""
     try:
         return data.decode("utf-8"), []
     except UnicodeDecodeError as exc:
         at = offset + exc.start
-        whole = path.read_bytes()
-        line = whole.count(b"\n", 0, at) + 1
+        line += data.count(b"\n", 0, exc.start)
         why = f"not UTF-8: byte 0x{data[exc.start]:02x} at byte offset {at}"
         return None, [Problem(path, line, "<encoding>", why)]
 

@@ -83,7 +83,7 @@ def read_export(path: Path) -> tuple[list[tuple[int, CommitRecord]], list[Proble
         ]
     offset, first_seen = 0, {}
     for number, chunk in enumerate(path.read_bytes().split(b"\n"), start=1):
-        line, bad = decode(path, chunk, offset)
+        line, bad = decode(path, chunk, offset, number)
         offset += len(chunk) + 1
         if line is None:
             problems += bad

@@ -9,7 +9,8 @@ A relative path is taken from the working directory, as every path in the config
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 ANNOTATIONS = [str(Path(__file__).parent / "trajectories")]
@@ -31,8 +32,9 @@ class Sources:
     def of(cls, annotations: Sequence[str | Path], exports: Sequence[str | Path]) -> Sources:
         return cls(tuple(Path(a) for a in annotations), tuple(Path(e) for e in exports))
 
+    @cached_property
     def found(self) -> dict[str, Path]:
-        """Trajectory name -> its annotation file; an earlier directory wins a name."""
+        """Trajectory name -> its annotation file; an earlier directory wins a name. Read once."""
         files: dict[str, Path] = {}
         for folder in self.annotations:
             for path in sorted(folder.glob("*.yaml")):
@@ -40,11 +42,11 @@ class Sources:
         return dict(sorted(files.items(), key=lambda kv: (kv[0] not in SHIPPED, _rank(kv[0]), kv[0])))
 
     def names(self) -> list[str]:
-        return list(self.found())
+        return list(self.found)
 
     def annotation(self, name: str) -> Path:
         """The annotation file, or where one was expected (the first directory)."""
-        return self.found().get(name, self.annotations[0] / f"{name}.yaml")
+        return self.found.get(name, self.annotations[0] / f"{name}.yaml")
 
     def export(self, name: str) -> Path:
         """The first export of that name, or where one was expected (the first directory)."""
@@ -56,3 +58,20 @@ class Sources:
 
 def _rank(name: str) -> int:
     return SHIPPED.index(name) if name in SHIPPED else len(SHIPPED)
+
+
+@dataclass
+class SourcesConfig:
+    """The two search paths, as every entry script's config takes them (a base of those configs)."""
+
+    annotations: list[str] = field(default_factory=lambda: list(ANNOTATIONS))
+    """Directories of trajectory annotations (``<name>.yaml``), searched in order."""
+    exports: list[str] = field(default_factory=lambda: list(EXPORTS))
+    """Directories of commit exports (``<name>.jsonl``), searched in order."""
+
+    def sources(self) -> Sources:
+        return Sources.of(self.annotations, self.exports)
+
+    def source_overrides(self) -> list[str]:
+        """The same search paths as overrides for another entry script (train.py, a Slurm job)."""
+        return [f"annotations=[{','.join(self.annotations)}]", f"exports=[{','.join(self.exports)}]"]

@@ -10,7 +10,7 @@ from hydra.core.config_store import ConfigStore
 
 from data.build import OPS, SYNTHETIC
 from data.names import known_names, safe_path
-from data.sources import ANNOTATIONS, EXPORTS, Sources
+from data.sources import SourcesConfig
 from eval.backend import BackendConfig
 from operators.engine import MODES
 from operators.learned import EXTRACT_MODES
@@ -18,7 +18,7 @@ from train.config import ModelConfig
 
 
 @dataclass
-class ReplayConfig:
+class ReplayConfig(SourcesConfig):
     trajectory: str = "patch-guardrails"
     operators: str = "symbolic"
     """symbolic | learned | hybrid."""
@@ -29,14 +29,7 @@ class ReplayConfig:
     adapters: str | None = None
     """A directory holding extract/, compare/ and update/; default: the trajectory's LOO fold."""
     adapters_dir: str = "outputs/adapters"
-    annotations: list[str] = field(default_factory=lambda: list(ANNOTATIONS))
-    """Directories of trajectory annotations (``<name>.yaml``), searched in order."""
-    exports: list[str] = field(default_factory=lambda: list(EXPORTS))
-    """Directories of commit exports (``<name>.jsonl``), searched in order."""
     budget: int = 1700
-
-    def sources(self) -> Sources:
-        return Sources.of(self.annotations, self.exports)
 
     def __post_init__(self) -> None:
         known_names("trajectory", [self.trajectory], self.sources().names())
@@ -47,7 +40,7 @@ class ReplayConfig:
 
 
 @dataclass
-class LooConfig:
+class LooConfig(SourcesConfig):
     run: str = "tiny-hf"
     """Run name: records and report go to ``<out_dir>/<run>/``; rerunning it resumes."""
     folds: list[str] | None = None
@@ -63,10 +56,6 @@ class LooConfig:
     adapters_dir: str = "outputs/adapters"
     datasets_dir: str = "outputs/datasets"
     out_dir: str = "outputs/loo"
-    annotations: list[str] = field(default_factory=lambda: list(ANNOTATIONS))
-    """Directories of trajectory annotations (``<name>.yaml``), searched in order."""
-    exports: list[str] = field(default_factory=lambda: list(EXPORTS))
-    """Directories of commit exports (``<name>.jsonl``), searched in order."""
     seed: int = 0
     train_overrides: list[str] = field(default_factory=list)
     """train.py overrides used when an adapter has to be trained (e.g. max_steps=30)."""
@@ -76,9 +65,6 @@ class LooConfig:
     batch: int = 32
     """Samples per operator call; records are flushed after each batch."""
     progress: bool = True
-
-    def sources(self) -> Sources:
-        return Sources.of(self.annotations, self.exports)
 
     def __post_init__(self) -> None:
         safe_path("run", self.run)

@@ -10,19 +10,8 @@ from __future__ import annotations
 import argparse
 
 from data.replay import load_trajectories
-from data.sessions import has_token
 from data.sources import ANNOTATIONS, EXPORTS, Sources
-from memory.claims import norm
 from memory.renderer import CURRENT, TRANSITIONS
-
-
-def answerable(document: str, query) -> bool:
-    text = norm(document)
-    return (
-        all(has_token(text, t) for t in query.required)
-        and not any(has_token(text, t) for t in query.forbidden)
-        and (not query.any_of or any(has_token(text, t) for t in query.any_of))
-    )
 
 
 def main() -> None:
@@ -43,7 +32,7 @@ def main() -> None:
             sections.setdefault(heading, []).append(line)
         shown = len(sections.get(TRANSITIONS, [None])) - 1
         current = sum(len(line) + 1 for line in sections.get(CURRENT, []))
-        ok = sum(answerable(doc, q) for q in episode.queries)
+        ok = sum(q.accepts(doc) for q in episode.queries)  # the document as the answer
         print(
             f"| {episode.id} | {shown}/{len(mem.transitions)} | {current} | "
             f"{ok}/{len(episode.queries)} | {len(doc)} |"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from hydra.core.config_store import ConfigStore
 
 from data.names import known_names
-from data.sources import ANNOTATIONS, EXPORTS, Sources
+from data.sources import SourcesConfig
 from eval.backend import BackendConfig
 from train.config import ModelConfig
 
@@ -59,7 +59,7 @@ class StepResources:
 
 
 @dataclass
-class SubmitConfig:
+class SubmitConfig(SourcesConfig):
     run: str = "qwen2.5-14b-instruct-vllm"
     """Records and report go to ``<out_dir>/<run>/``; also the prefix of the job names."""
     folds: list[str] | None = None
@@ -70,10 +70,6 @@ class SubmitConfig:
     datasets_dir: str = "outputs/datasets"
     adapters_dir: str = "outputs/adapters"
     out_dir: str = "outputs/loo"
-    annotations: list[str] = field(default_factory=lambda: list(ANNOTATIONS))
-    """Directories of trajectory annotations (``<name>.yaml``), searched in order."""
-    exports: list[str] = field(default_factory=lambda: list(EXPORTS))
-    """Directories of commit exports (``<name>.jsonl``), searched in order."""
     logs_dir: str = "logs"
     seed: int = 0
     prepare: bool = True
@@ -94,7 +90,7 @@ class SubmitConfig:
     dry_run: bool = False
 
     def __post_init__(self) -> None:
-        names = Sources.of(self.annotations, self.exports).names()
+        names = self.sources().names()
         if self.folds is None:
             self.folds = names
         known_names("folds", self.folds, names)

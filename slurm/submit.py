@@ -87,8 +87,7 @@ def adapter_done(cfg: SubmitConfig, fold: str, op: str) -> bool:
 def job_args(cfg: SubmitConfig) -> dict[str, list[str]]:
     """The template arguments of each step: overrides for the entry script each one runs."""
     model = [f"model={cfg.model.name}", f"model.path={cfg.model.path}"]
-    sources = [f"annotations=[{','.join(cfg.annotations)}]", f"exports=[{','.join(cfg.exports)}]"]
-    common = [f"datasets_dir={cfg.datasets_dir}", *sources, f"seed={cfg.seed}"]
+    common = [f"datasets_dir={cfg.datasets_dir}", *cfg.source_overrides(), f"seed={cfg.seed}"]
     folds = ",".join(cfg.folds)
     serve = (
         ["backend.serve.port=0", f"backend.serve.tensor_parallel_size={max(cfg.resources.eval.gpus, 1)}"]
@@ -101,7 +100,7 @@ def job_args(cfg: SubmitConfig) -> dict[str, list[str]]:
             cfg.model.name,
             cfg.model.path,
             f"out_dir={cfg.datasets_dir}",
-            *sources,
+            *cfg.source_overrides(),
             f"seed={cfg.seed}",
             *tokenizer,
             *cfg.data_overrides,

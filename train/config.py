@@ -10,7 +10,7 @@ from omegaconf import MISSING
 
 from data.build import TRAINING_FOLDS
 from data.names import known_names, safe_name
-from data.sources import ANNOTATIONS, EXPORTS, Sources
+from data.sources import SourcesConfig
 
 
 @dataclass
@@ -52,7 +52,7 @@ class ModelConfig:
 
 
 @dataclass
-class TrainConfig:
+class TrainConfig(SourcesConfig):
     op: OpConfig = field(default_factory=OpConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     holdout: str | None = None
@@ -74,14 +74,6 @@ class TrainConfig:
     overwrite: bool = False
     prepare: bool = True
     """Build missing prerequisites first: the datasets (all folds) and a model the project builds."""
-    annotations: list[str] = field(default_factory=lambda: list(ANNOTATIONS))
-    """Directories of trajectory annotations (``<name>.yaml``), searched in order: the
-    holdout must be one, and they build missing datasets."""
-    exports: list[str] = field(default_factory=lambda: list(EXPORTS))
-    """Directories of commit exports (``<name>.jsonl``), searched in order."""
-
-    def sources(self) -> Sources:
-        return Sources.of(self.annotations, self.exports)
 
     def __post_init__(self) -> None:
         if self.model.name != MISSING:  # a config built in code fills the model in later
