@@ -20,10 +20,22 @@ from typing import Any
 
 from tqdm import tqdm
 
-from data.examples import Example, compare_examples, extract_examples, update_examples
+from data.examples import Example, compare_examples, extract_examples, stage_examples, update_examples
 from data.sessions import Episode
+from operators.learned import STAGES_ADAPTER
 
 OPS: tuple[str, ...] = ("extract", "compare", "update")
+STAGES = STAGES_ADAPTER
+"""The extract training set with the two-stage procedure's examples mixed in beside the direct
+ones (``extract_stages=true``). It has train and validation splits only: every extraction
+variant is scored on ``extract/test.jsonl``."""
+
+
+def datasets_of(stages: bool) -> tuple[str, ...]:
+    """The datasets a build writes per fold: one per operator, and the staged extract set."""
+    return (*OPS, STAGES) if stages else OPS
+
+
 SPLITS: tuple[str, ...] = ("train", "validation", "test")
 ALL = "all"
 SYNTHETIC = "synthetic"
@@ -47,11 +59,33 @@ class Pool:
 
     by_episode: dict[str, dict[str, list[Example]]] = field(default_factory=dict)
 
+    @property
+    def datasets(self) -> tuple[str, ...]:
+        return tuple(next(iter(self.by_episode.values()), {})) or OPS
+
     def examples(self, op: str, episodes: list[Episode]) -> list[Example]:
         return [ex for e in episodes for ex in self.by_episode[e.id][op]]
 
 
-def build_pool(episodes: list[Episode], seed: int, compare_per_label: int, progress: bool = True) -> Pool:
+def mix_stages(
+    direct: list[Example], stages: list[Example], ratio: float | None, rng: random.Random
+) -> list[Example]:
+    """The direct examples, then ``ratio`` stage examples per direct one (every one when unset),
+    drawn per episode in their original order so that a fold's mix does not depend on the others."""
+    if ratio is not None and round(ratio * len(direct)) < len(stages):
+        keep = set(rng.sample(range(len(stages)), round(ratio * len(direct))))
+        stages = [ex for i, ex in enumerate(stages) if i in keep]
+    return direct + stages
+
+
+def build_pool(
+    episodes: list[Episode],
+    seed: int,
+    compare_per_label: int,
+    progress: bool = True,
+    stages: bool = False,
+    stage_ratio: float | None = None,
+) -> Pool:
     pool = Pool()
     for episode in tqdm(episodes, desc="examples", unit="episode", disable=not progress):
         rng = random.Random(f"{seed}:compare:{episode.id}")
@@ -60,6 +94,12 @@ def build_pool(episodes: list[Episode], seed: int, compare_per_label: int, progr
             "compare": compare_examples(episode, rng, compare_per_label),
             "update": update_examples(episode),
         }
+        if stages:
+            mix = random.Random(f"{seed}:stages:{episode.id}")
+            direct = pool.by_episode[episode.id]["extract"]
+            pool.by_episode[episode.id][STAGES] = mix_stages(
+                direct, stage_examples(episode), stage_ratio, mix
+            )
     return pool
 
 
@@ -148,8 +188,10 @@ def build_folds(
         episodes = fold_splits(holdout, synthetic, trajectories, validation_fraction)
         held_out = trajectories if holdout == SYNTHETIC else [] if holdout == ALL else [by_id[holdout]]
         sizes[holdout] = {}
-        for op in OPS:
+        for op in pool.datasets:
             splits = {split: pool.examples(op, episodes[split]) for split in SPLITS}
+            if op == STAGES:
+                splits["test"] = []
             for trajectory in held_out:
                 check_leakage(trajectory, splits)
             save_op(out_dir / holdout / op, splits)
@@ -187,7 +229,7 @@ def length_counter(tokenizer_dir: Path) -> tuple[str, Callable[[Example], int]]:
 def card(pool: Pool, episodes: list[Episode], sizes: dict[str, Any], tokenizer_dir: Path) -> dict[str, Any]:
     unit, length = length_counter(tokenizer_dir)
     ops: dict[str, Any] = {}
-    for op in OPS:
+    for op in pool.datasets:
         rows = pool.examples(op, episodes)
         ops[op] = {
             "examples": len(rows),
@@ -196,6 +238,9 @@ def card(pool: Pool, episodes: list[Episode], sizes: dict[str, Any], tokenizer_d
             "label": dict(sorted(Counter(r["label"] for r in rows).items())),
             "length": percentiles([length(r) for r in rows]),
         }
+        if op == STAGES:
+            stage = Counter(json.loads(r["inputs"]).get("stage", "direct") for r in rows)
+            ops[op]["stage"] = {k: stage[k] for k in ("direct", "select", "fill")}
     return {"length_unit": unit, "ops": ops, "folds": sizes}
 
 
@@ -203,7 +248,9 @@ def card_markdown(data: dict[str, Any]) -> str:
     lines = ["# Operator datasets", "", f"Lengths are in {data['length_unit']}.", ""]
     for op, info in data["ops"].items():
         lines += [f"## {op} ({info['examples']} examples)", ""]
-        for facet in ("source", "family", "label"):
+        for facet in ("source", "family", "label", "stage"):
+            if facet not in info:
+                continue
             total = sum(info[facet].values())
             lines += [f"| {facet} | count | share |", "| --- | ---: | ---: |"]
             lines += [f"| {k} | {v} | {v / total:.1%} |" for k, v in info[facet].items()]

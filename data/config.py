@@ -21,6 +21,12 @@ class DataConfig(SourcesConfig):
     compare_per_label: int = 2
     """Sampled compare pairs per label and episode, on top of the contradictions met in replay."""
     validation_fraction: float = 0.2
+    extract_stages: bool = False
+    """Also write ``extract-stages``: the extract examples plus the two-stage extractor's own
+    (select the pairs, fill one pair), built from the same gold claims with the inference prompts."""
+    extract_stage_ratio: float | None = None
+    """Stage examples per direct example in ``extract-stages``, drawn per episode; unset keeps
+    them all (about 1.9 per direct example)."""
     out_dir: str = "outputs/datasets"
     tokenizer_dir: str = "outputs/models/tiny"
     folds: list[str] | None = None
@@ -33,6 +39,8 @@ class DataConfig(SourcesConfig):
         if self.folds is None:
             self.folds = [*names, *TRAINING_FOLDS]
         known_names("folds", self.folds, [*names, *TRAINING_FOLDS])
+        if self.extract_stage_ratio is not None and self.extract_stage_ratio < 0:
+            raise ValueError(f"extract_stage_ratio={self.extract_stage_ratio}: must be 0 or more")
         if not 0 < self.validation_fraction < 1:
             raise ValueError(f"validation_fraction={self.validation_fraction}: must lie between 0 and 1")
 

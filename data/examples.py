@@ -15,7 +15,15 @@ from typing import Any
 from data.sessions import Episode
 from memory import ENVS, Claim, Evidence, Key, StateMemory, compare
 from memory.evidence import EVIDENCE_TYPES, evidence_score
-from operators.prompts import compare_messages, completion, extract_messages, update_messages
+from operators.learned import stage_answers
+from operators.prompts import (
+    compare_messages,
+    completion,
+    extract_messages,
+    fill_messages,
+    select_messages,
+    update_messages,
+)
 from operators.schemas import CompareOutput, ExtractOutput, UpdateOutput
 
 Example = dict[str, Any]
@@ -65,6 +73,29 @@ def extract_examples(episode: Episode) -> list[Example]:
         prompt = extract_messages(session.note(), episode.catalog)
         inputs = {"session": session.id}
         out.append(_example("extract", episode, n, label, prompt, completion(gold), [session.id], inputs))
+    return out
+
+
+def stage_examples(episode: Episode) -> list[Example]:
+    """The two-stage extractor's own calls, answered from the same gold claims as the direct
+    example: per note, a stage-1 example (select the pairs) and a stage-2 example per selected
+    pair (fill its claim), with the prompts inference sends (``stage_answers`` says what a
+    right answer is)."""
+    out = []
+    for n, session in enumerate(episode.sessions):
+        note, catalog, ids = session.note(), episode.catalog, [session.id]
+        selection, fills = stage_answers(note, catalog, session.claims)
+        inputs = {"session": session.id, "stage": "select"}
+        label = f"select {len(selection.pairs)}"
+        select = _example(
+            "extract", episode, n, label, select_messages(note, catalog), completion(selection), ids, inputs
+        )
+        out.append({**select, "id": f"{select['id']}/select"})
+        for k, (pair, claim) in enumerate(zip(selection.pairs, fills, strict=True)):
+            inputs = {"session": session.id, "stage": "fill", "pair": pair}
+            prompt = fill_messages(note, catalog, pair)
+            fill = _example("extract", episode, n, "fill", prompt, completion(claim), ids, inputs)
+            out.append({**fill, "id": f"{fill['id']}/fill-{k}"})
     return out
 
 

@@ -12,11 +12,11 @@ import hashlib
 import json
 import shutil
 import time
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
-from data.build import OPS, TRAINING_FOLDS, build_folds, build_pool, card, card_markdown
+from data.build import TRAINING_FOLDS, build_folds, build_pool, card, card_markdown
 from data.config import DataConfig
 from data.problems import DataError, Problem
 from data.publish import publish, recover
@@ -82,6 +82,8 @@ BUILD_KEYS = (
     "noise",
     "compare_per_label",
     "validation_fraction",
+    "extract_stages",
+    "extract_stage_ratio",
 )
 """The settings that decide a fold's bytes; folds built under different ones must not sit together."""
 
@@ -94,7 +96,10 @@ def check_partial_rebuild(cfg: DataConfig, out: Path) -> None:
         return
     before = json.loads(manifest.read_text()).get("config", {})
     kept = sorted(set(before.get("folds", [])) - set(cfg.folds))
-    differ = {k: (before.get(k), getattr(cfg, k)) for k in BUILD_KEYS if before.get(k) != getattr(cfg, k)}
+    # A key added after that build was made is read as its default: the value it was built with.
+    defaults = {f.name: f.default for f in fields(DataConfig)}
+    built = {k: before.get(k, defaults[k]) for k in BUILD_KEYS}
+    differ = {k: (built[k], getattr(cfg, k)) for k in BUILD_KEYS if built[k] != getattr(cfg, k)}
     if kept and differ:
         said = ", ".join(f"{k}={new} (built with {old})" for k, (old, new) in differ.items())
         raise DataError(
@@ -124,7 +129,14 @@ def run(cfg: DataConfig, overrides: list[str] | None = None) -> dict[str, Any]:
     if problems:
         raise DataError(problems)
     episodes = synthetic + trajectories
-    pool = build_pool(episodes, cfg.seed, cfg.compare_per_label, progress=cfg.progress)
+    pool = build_pool(
+        episodes,
+        cfg.seed,
+        cfg.compare_per_label,
+        progress=cfg.progress,
+        stages=cfg.extract_stages,
+        stage_ratio=cfg.extract_stage_ratio,
+    )
 
     staging = out.parent / f".{out.name}.staging"
     shutil.rmtree(staging, ignore_errors=True)
@@ -142,7 +154,7 @@ def run(cfg: DataConfig, overrides: list[str] | None = None) -> dict[str, Any]:
         kept = [f for f in sorted(p.name for p in out.glob("[!.]*") if p.is_dir()) if f not in cfg.folds]
         if kept and (out / "card.json").exists():
             before = json.loads((out / "card.json").read_text())["folds"]
-            sizes.update({f: {op: before[f][op] for op in OPS} for f in kept if f in before})
+            sizes.update({f: {op: before[f][op] for op in pool.datasets} for f in kept if f in before})
             order = [*sources.names(), *TRAINING_FOLDS]
             sizes = dict(sorted(sizes.items(), key=lambda kv: order.index(kv[0])))
         info = card(pool, episodes, sizes, Path(cfg.tokenizer_dir))

@@ -16,6 +16,7 @@ from data.sessions import Episode
 from eval.serve import ServeConfig, ServerFailed, VLLMServer
 from operators.backends import Backend, BackendError, Completion, Request
 from operators.backends.vllm import VLLMBackend
+from operators.learned import STAGES_ADAPTER
 from train.config import ModelConfig
 
 BACKENDS = ("hf", "vllm", "symbolic")
@@ -42,11 +43,14 @@ class BackendConfig:
 
 
 def adapter_dirs(root: str | Path) -> dict[str, Path]:
-    """``<root>/{extract,compare,update}``; each must hold a trained adapter."""
+    """``<root>/{extract,compare,update}``, each of which must hold a trained adapter, and
+    ``<root>/extract-stages`` where one was trained (two-stage-trained extraction runs on it)."""
     dirs = {op: Path(root) / op for op in OPS}
     missing = [str(d) for d in dirs.values() if not (d / "adapter_model.safetensors").exists()]
     if missing:
         raise BackendError(f"no trained adapter in: {', '.join(missing)} (train them with train.py)")
+    if (Path(root) / STAGES_ADAPTER / "adapter_model.safetensors").exists():
+        dirs[STAGES_ADAPTER] = Path(root) / STAGES_ADAPTER
     return dirs
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
-from data.build import OPS, SYNTHETIC
+from data.build import SYNTHETIC, datasets_of
 from data.names import known_names, safe_path
 from data.sources import SourcesConfig
 from eval.backend import BackendConfig
@@ -23,7 +23,7 @@ class ReplayConfig(SourcesConfig):
     operators: str = "symbolic"
     """symbolic | learned | hybrid."""
     extract: str = "direct"
-    """direct | two-stage."""
+    """direct | two-stage | two-stage-trained (needs an ``extract-stages`` adapter)."""
     backend: BackendConfig = field(default_factory=BackendConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     adapters: str | None = None
@@ -61,7 +61,10 @@ class LooConfig(SourcesConfig):
     """train.py overrides used when an adapter has to be trained (e.g. max_steps=30)."""
     op_train_overrides: dict[str, list[str]] = field(default_factory=dict)
     """Per-operator train.py overrides, applied after ``train_overrides`` (e.g. a step budget
-    per operator: compare learns slowest)."""
+    per operator: compare learns slowest); ``extract-stages`` names the staged extract adapter."""
+    extract_stages: bool = False
+    """Also build the ``extract-stages`` data, train its adapter and score two-stage-trained
+    extraction beside direct and grammar-only two-stage."""
     batch: int = 32
     """Samples per operator call; records are flushed after each batch."""
     progress: bool = True
@@ -72,8 +75,10 @@ class LooConfig(SourcesConfig):
         if self.folds is None:
             self.folds = names
         known_names("folds", self.folds, names)
-        if unknown := sorted(set(self.op_train_overrides) - set(OPS)):
-            raise ValueError(f"op_train_overrides: unknown operator {unknown}; expected some of {OPS}")
+        if unknown := sorted(set(self.op_train_overrides) - set(datasets_of(True))):
+            raise ValueError(
+                f"op_train_overrides: unknown operator {unknown}; expected some of {datasets_of(True)}"
+            )
         if self.adapters_fold not in (None, SYNTHETIC):
             raise ValueError(
                 f"adapters_fold={self.adapters_fold!r}: only {SYNTHETIC!r} holds every trajectory out"

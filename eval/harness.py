@@ -1,8 +1,9 @@
 """The five-way leave-one-out harness: per fold, score every operator on the held-out
 trajectory's test examples and replay that trajectory through the engine.
 
-Variants: ``direct`` and ``two-stage`` (learned operators; they differ in extraction only, so
-compare and update are run once, as ``learned``), ``prompted`` (the base model without
+Variants: ``direct``, ``two-stage`` and, when an ``extract-stages`` adapter was trained,
+``two-stage-trained`` (learned operators; they differ in extraction only, so compare and
+update are run once, as ``learned``), ``prompted`` (the base model without
 adapters, the same prompts and grammar, two-stage extraction: the baseline of an instruct model
 used as a judge) and ``symbolic`` (the rules and gold extraction, run on the same inputs: the
 reference ceiling). Every sample becomes one record
@@ -25,7 +26,6 @@ from data.build import OPS
 from data.sessions import Episode
 from eval.metrics import claim_f1
 from eval.records import Record, Records
-from eval.report import VARIANTS
 from memory.claims import Claim, norm
 from memory.reader import answer
 from operators.engine import replay
@@ -187,6 +187,11 @@ def engine_records(fold: str, variant: str, episode: Episode, ops: LearnedOperat
     return out
 
 
+def learned_extraction(stages: bool) -> tuple[str, ...]:
+    """The learned extraction variants a run scores: ``two-stage-trained`` needs its adapter."""
+    return tuple(m for m in EXTRACT_MODES if stages or m != "two-stage-trained")
+
+
 def evaluate_fold(
     fold: str,
     episode: Episode,
@@ -195,10 +200,13 @@ def evaluate_fold(
     records: Records,
     batch: int = 32,
     progress: bool = True,
+    stages: bool = False,
 ) -> None:
     """Run every (op, variant) of one fold that is not fully recorded yet.
 
-    ``ops`` runs the adapters; the prompted variant runs the same backend without them."""
+    ``ops`` runs the adapters; the prompted variant runs the same backend without them.
+    ``stages``: the backend also holds the ``extract-stages`` adapter; score two-stage-trained."""
+    learned = learned_extraction(stages)
     prompted = replace(ops, adapters=False, calls=Counter())
 
     def on(variant: str) -> LearnedOperators:
@@ -210,7 +218,7 @@ def evaluate_fold(
     for op in ("compare", "update"):
         for variant in ("learned", "prompted", "symbolic"):
             jobs.append((op, variant, lambda ex, op=op, v=variant: pair_records(fold, op, v, ex, on(v))))
-    for variant in (*EXTRACT_MODES, "prompted", "symbolic"):
+    for variant in (*learned, "prompted", "symbolic"):
         jobs.append(("extract", variant, lambda ex, v=variant: extract_records(fold, v, ex, episode, on(v))))
     for op, variant, run in jobs:
         todo = [e for e in tests[op] if not records.done(fold, op, variant, e["id"])]
@@ -224,7 +232,7 @@ def evaluate_fold(
             for chunk in chunks(todo, batch):
                 records.add(run(chunk))
                 bar.update(len(chunk))
-    for variant in VARIANTS:
+    for variant in (*learned, "prompted", "symbolic"):
         if not records.done(fold, "engine_queries", variant, episode.queries[-1].id):
             if progress:
                 print(f"{fold}: engine replay ({variant})", flush=True)

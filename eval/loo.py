@@ -9,7 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from data.build import OPS
+from data.build import OPS, datasets_of
 from data.manifest import fingerprint, write_manifest
 from data.names import adapters_path
 from data.publish import unready
@@ -25,14 +25,20 @@ from train.config import TrainConfig
 
 
 def ensure_datasets(cfg: LooConfig) -> None:
-    if not unready(cfg.datasets_dir, cfg.folds, OPS):
+    if not unready(cfg.datasets_dir, cfg.folds, datasets_of(cfg.extract_stages)):
         return
     from data.config import DataConfig
     from data.pipeline import run as build_data
 
     print(f"building datasets into {cfg.datasets_dir}", flush=True)
     build_data(
-        DataConfig(out_dir=cfg.datasets_dir, annotations=cfg.annotations, exports=cfg.exports, seed=cfg.seed)
+        DataConfig(
+            out_dir=cfg.datasets_dir,
+            annotations=cfg.annotations,
+            exports=cfg.exports,
+            seed=cfg.seed,
+            extract_stages=cfg.extract_stages,
+        )
     )
 
 
@@ -61,7 +67,7 @@ def ensure_adapters(cfg: LooConfig, fold: str) -> Path:
         return Path(cfg.adapters) / fold
     from train.recipe import adapter_dir, run
 
-    for op in OPS:
+    for op in datasets_of(cfg.extract_stages):
         tcfg, overrides = train_config(cfg, fold, op)
         if (adapter_dir(tcfg) / "manifest.json").exists():
             continue
@@ -97,7 +103,16 @@ def run(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
                 serving[name] = backend.describe()
             ops = LearnedOperators(backend)
             for fold, episode in episodes.items():
-                evaluate_fold(fold, episode, Path(cfg.datasets_dir), ops, records, cfg.batch, cfg.progress)
+                evaluate_fold(
+                    fold,
+                    episode,
+                    Path(cfg.datasets_dir),
+                    ops,
+                    records,
+                    cfg.batch,
+                    cfg.progress,
+                    stages=cfg.extract_stages,
+                )
                 print(f"{fold}: done ({len(records.records)} records so far)", flush=True)
     write_manifest(
         out,

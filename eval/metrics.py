@@ -89,3 +89,45 @@ def paired_bootstrap(
     lo, hi = np.percentile(means, [2.5, 97.5])
     p = min(1.0, 2 * min((means <= 0).mean(), (means >= 0).mean()))
     return {"mean_diff": float(d.mean()), "ci": [float(lo), float(hi)], "p": float(p), "n": len(d)}
+
+
+ERROR_CLASSES = ("correct", "missing_pair", "wrong_pair", "wrong_scope", "wrong_value", "extra", "spurious")
+"""Where one note's extraction goes wrong, one count per claim (``extraction_errors``)."""
+
+
+def extraction_errors(gold: Sequence[dict[str, Any]], pred: Sequence[dict[str, Any]]) -> Counter[str]:
+    """Classify every gold claim and every left-over prediction of one note.
+
+    Each gold claim is matched to the closest unused prediction of its ``entity.slot`` pair and
+    counts as ``correct``, ``wrong_scope`` (right pair, wrong branch, env or evidence type; this
+    wins over a wrong value), ``wrong_value`` (right pair and scope, value token-F1 below 0.5)
+    or ``missing_pair`` when no prediction names its pair. Predictions left over count as
+    ``wrong_pair`` (a pair the gold does not name), ``extra`` (a second claim for a gold pair) or
+    ``spurious`` (the gold is empty). Missing and wrong pairs are the selection errors.
+    """
+
+    def pair(c: dict[str, Any]) -> tuple[str, str]:
+        return norm(str(c.get("entity", ""))), norm(str(c.get("slot", "")))
+
+    def scope(c: dict[str, Any]) -> tuple[str, str, str]:
+        return norm(str(c.get("branch", ""))), norm(str(c.get("env", ""))), str(c.get("evidence_type", ""))
+
+    left, out = list(pred), Counter[str]()
+    for g in gold:
+        same = [p for p in left if pair(p) == pair(g)]
+        if not same:
+            out["missing_pair"] += 1
+            continue
+
+        def fit(p: dict[str, Any], g: dict[str, Any] = g) -> tuple[bool, bool]:
+            value = token_f1(str(p.get("value", "")), str(g["value"])) >= VALUE_F1_THRESHOLD
+            return scope(p) == scope(g), value
+
+        best = max(same, key=fit)
+        left.remove(best)
+        scope_ok, value_ok = fit(best)
+        out["correct" if scope_ok and value_ok else "wrong_value" if scope_ok else "wrong_scope"] += 1
+    named = {pair(g) for g in gold}
+    for p in left:
+        out["spurious" if not gold else "extra" if pair(p) in named else "wrong_pair"] += 1
+    return out

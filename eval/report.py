@@ -8,13 +8,17 @@ from pathlib import Path
 from typing import Any
 
 from data.build import OPS
-from eval.metrics import bootstrap_ci, mcnemar_exact, paired_bootstrap
+from eval.metrics import ERROR_CLASSES, bootstrap_ci, extraction_errors, mcnemar_exact, paired_bootstrap
 from eval.records import Record, RecordsError, read_records, write_records
 
-VARIANTS = ("direct", "two-stage", "prompted", "symbolic")
-"""Report variants. Records of compare and update carry ``learned`` (shared by both learned
-variants, since neither depends on extraction), ``prompted`` or ``symbolic``."""
+LEARNED = ("direct", "two-stage", "two-stage-trained")
+VARIANTS = (*LEARNED, "prompted", "symbolic")
+"""Report variants. Records of compare and update carry ``learned`` (shared by the learned
+variants, since none depends on extraction), ``prompted`` or ``symbolic``. A run scores
+``two-stage-trained`` only when it trained the ``extract-stages`` adapter."""
 METRICS = ("overall", "extract", "extract_value", "compare", "update", "engine_state", "engine_queries")
+EXTRACT_METRICS = ("extract", "extract_value")
+"""Claim F1 of extraction at schema and at value level (DESIGN §7)."""
 PUBLISHED = {
     "extract": (0.30, 0.48),
     "overall": (0.81, 0.86),
@@ -24,11 +28,23 @@ PUBLISHED = {
 """Reference figures for Qwen2.5-14B-Instruct adapters (direct, two-stage)."""
 
 
+def variants(records: list[Record]) -> tuple[str, ...]:
+    """The report variants a run's records hold, in report order."""
+    seen = {r["variant"] for r in records}
+    return tuple(v for v in VARIANTS if v in seen or (v in ("direct", "two-stage") and "learned" in seen))
+
+
+def _as(variant: str, shown: tuple[str, ...]) -> tuple[str, ...]:
+    """The report variants one record counts for: a ``learned`` record counts for each learned one."""
+    return tuple(v for v in shown if v in LEARNED) if variant == "learned" else (variant,)
+
+
 def scores(records: list[Record]) -> dict[tuple[str, str, str], dict[str, float]]:
     """(fold, variant, metric) -> {example id: score}."""
     table: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
+    shown = variants(records)
     for r in records:
-        for variant in ("direct", "two-stage") if r["variant"] == "learned" else (r["variant"],):
+        for variant in _as(r["variant"], shown):
             table[r["fold"], variant, r["op"]][r["id"]] = r["score"]
             if r["op"] in OPS:
                 table[r["fold"], variant, "overall"][f"{r['op']}/{r['id']}"] = r["score"]
@@ -41,17 +57,25 @@ def summarize(records: list[Record]) -> dict[str, Any]:
     table = scores(records)
     folds = sorted({r["fold"] for r in records})
     summary: dict[str, Any] = {"folds": {}, "mean": {}, "tests": {}}
+    shown = variants(records)
+    summary["variants"] = list(shown)
     for fold in folds:
         summary["folds"][fold] = {
-            v: {m: bootstrap_ci(list(table.get((fold, v, m), {}).values())) for m in METRICS}
-            for v in VARIANTS
+            v: {m: bootstrap_ci(list(table.get((fold, v, m), {}).values())) for m in METRICS} for v in shown
         }
-    for v in VARIANTS:
+    for v in shown:
         summary["mean"][v] = {
             m: bootstrap_ci([x for f in folds for x in table.get((f, v, m), {}).values()]) for m in METRICS
         }
     summary["parse_failures"] = parse_failures(records)
     summary["tests"]["extract_direct_vs_two_stage"] = _paired(table, folds, "direct", "two-stage", "extract")
+    if "two-stage-trained" in shown:
+        summary["tests"]["two_stage_trained"] = {
+            f"vs {other}": {m: _paired(table, folds, other, "two-stage-trained", m) for m in EXTRACT_METRICS}
+            for other in ("direct", "two-stage")
+        }
+    summary["extraction_errors"] = error_breakdown(records)
+    summary["extraction_examples"] = side_by_side(records)
     summary["tests"]["learned_vs_prompted"] = {
         m: _paired(table, folds, "prompted", "two-stage", m) for m in ("overall", *OPS)
     }
@@ -62,13 +86,64 @@ def parse_failures(records: list[Record]) -> dict[str, dict[str, dict[str, int]]
     """op -> variant -> answers that failed to parse or validate, and all answers: a run that
     scores 0.00 because nothing parsed must say so."""
     out: dict[str, dict[str, dict[str, int]]] = {op: {} for op in OPS}
+    shown = variants(records)
     for r in records:
         if r["op"] not in OPS:
             continue
-        for variant in ("direct", "two-stage") if r["variant"] == "learned" else (r["variant"],):
+        for variant in _as(r["variant"], shown):
             cell = out[r["op"]].setdefault(variant, {"failed": 0, "n": 0})
             cell["n"] += 1
             cell["failed"] += r["error"] is not None
+    return out
+
+
+def error_breakdown(records: list[Record]) -> dict[str, dict[str, dict[str, int]]]:
+    """fold -> variant -> error class -> claims, over the extract records of every model variant
+    (``symbolic`` is gold extraction); ``notes`` and ``empty_gold_notes`` give the scale."""
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for r in records:
+        if r["op"] != "extract" or r["variant"] == "symbolic":
+            continue
+        cell = out.setdefault(r["fold"], {}).setdefault(
+            r["variant"], {"notes": 0, "empty_gold_notes": 0, **dict.fromkeys(ERROR_CLASSES, 0)}
+        )
+        cell["notes"] += 1
+        cell["empty_gold_notes"] += not r["gold"]
+        for kind, n in extraction_errors(r["gold"], r["parsed"]).items():
+            cell[kind] += n
+    return {
+        fold: dict(sorted(v.items(), key=lambda kv: VARIANTS.index(kv[0]))) for fold, v in sorted(out.items())
+    }
+
+
+SIDE_BY_SIDE = 3
+
+
+def side_by_side(records: list[Record], n: int = SIDE_BY_SIDE) -> list[dict[str, Any]]:
+    """A few notes with their gold claims and every model variant's predictions: first those where
+    the extraction variants disagree most (spread of schema F1), then notes with the most gold."""
+    notes: dict[tuple[str, str], dict[str, Record]] = defaultdict(dict)
+    for r in records:
+        if r["op"] == "extract" and r["variant"] != "symbolic":
+            notes[r["fold"], r["id"]][r["variant"]] = r
+
+    def interest(key: tuple[str, str]) -> tuple[float, int, tuple[str, str]]:
+        by = notes[key]
+        spread = max(r["score"] for r in by.values()) - min(r["score"] for r in by.values())
+        return -spread, -len(next(iter(by.values()))["gold"]), key
+
+    out = []
+    for key in sorted(notes, key=interest)[:n]:
+        by = notes[key]
+        ordered = sorted(by, key=VARIANTS.index)
+        out.append(
+            {
+                "fold": key[0],
+                "id": key[1],
+                "gold": by[ordered[0]]["gold"],
+                "predictions": {v: {"claims": by[v]["parsed"], "score": by[v]["score"]} for v in ordered},
+            }
+        )
     return out
 
 
@@ -113,7 +188,8 @@ def markdown(summary: dict[str, Any], run: dict[str, Any]) -> str:
             "truth for such a model; nothing here says how Qwen2.5-14B adapters would do.",
             "",
         ]
-    for variant in VARIANTS:
+    shown = summary["variants"]
+    for variant in shown:
         lines += [
             f"## {variant}",
             "",
@@ -131,18 +207,18 @@ def markdown(summary: dict[str, Any], run: dict[str, Any]) -> str:
         "",
         "Share of answers that were not valid JSON for the operator's schema (scored 0).",
         "",
-        "| Operator | " + " | ".join(VARIANTS) + " |",
-        "| --- |" + " ---: |" * len(VARIANTS),
+        "| Operator | " + " | ".join(shown) + " |",
+        "| --- |" + " ---: |" * len(shown),
     ]
     for op, by_variant in summary["parse_failures"].items():
         cells = [
             f"{c['failed'] / c['n']:.0%} ({c['failed']}/{c['n']})" if (c := by_variant.get(v)) else "–"
-            for v in VARIANTS
+            for v in shown
         ]
         lines.append(f"| {op} | " + " | ".join(cells) + " |")
     lines += ["", "## Extraction by value, and the engine", ""]
     lines += ["| Variant | Extract (value) | Engine state | Engine queries |", "| --- | --- | --- | --- |"]
-    for variant in VARIANTS:
+    for variant in shown:
         s = summary["mean"][variant]
         cells = " | ".join(_cell(s[m]) for m in ("extract_value", "engine_state", "engine_queries"))
         lines.append(f"| {variant} | {cells} |")
@@ -160,6 +236,7 @@ def markdown(summary: dict[str, Any], run: dict[str, Any]) -> str:
             f"- Paired bootstrap on schema F1 (two-stage − direct): {b['mean_diff']:+.3f} "
             f"[{b['ci'][0]:+.3f}, {b['ci'][1]:+.3f}], p = {b['p']:.3g}."
         )
+    lines += extraction_sections(summary)
     lines += [
         "",
         "## Learned (two-stage) vs prompted (paired, all folds)",
@@ -188,6 +265,92 @@ def markdown(summary: dict[str, Any], run: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+ERROR_HEADERS = {
+    "correct": "correct",
+    "missing_pair": "missing pair",
+    "wrong_pair": "wrong pair",
+    "wrong_scope": "wrong branch/env/evidence",
+    "wrong_value": "wrong value",
+    "extra": "extra claim",
+    "spurious": "spurious (empty gold)",
+}
+
+
+def _claim(c: dict[str, Any]) -> str:
+    value = str(c.get("value", "")).replace("|", "\\|")
+    scope = f"{c.get('branch')}/{c.get('env')}, {c.get('evidence_type')}"
+    return f"`{c.get('entity')}.{c.get('slot')}` [{scope}] = {value}"
+
+
+def _test_row(name: str, t: dict[str, Any]) -> str:
+    m, b = t["mcnemar_exact_match"], t["paired_bootstrap"]
+    diff = "–" if b["mean_diff"] is None else f"{b['mean_diff']:+.3f} [{b['ci'][0]:+.3f}, {b['ci'][1]:+.3f}]"
+    p = "–" if b["p"] is None else f"{b['p']:.3g}"
+    return f"| {name} | {m['only_first']} | {m['only_second']} | {m['p']:.3g} | {diff} | {p} |"
+
+
+def extraction_sections(summary: dict[str, Any]) -> list[str]:
+    """The three extraction variants side by side, their paired tests, where extraction fails
+    per fold, and a few notes with gold and predictions."""
+    shown = [v for v in summary["variants"] if v != "symbolic"]
+    lines = ["", "## Extraction variants (all folds)", ""]
+    lines += [
+        "`direct` asks for every claim at once; `two-stage` selects the pairs, then fills each, under "
+        "grammars, on the extract adapter trained on direct prompts only (the paper's decoder); "
+        "`two-stage-trained` makes the same calls on an adapter trained with the stage examples too.",
+        "",
+        "| Variant | Schema F1 | Value F1 | n |",
+        "| --- | --- | --- | ---: |",
+    ]
+    for v in shown:
+        s = summary["mean"][v]
+        lines.append(f"| {v} | {_cell(s['extract'])} | {_cell(s['extract_value'])} | {s['extract']['n']} |")
+    if trained := summary["tests"].get("two_stage_trained"):
+        lines += [
+            "",
+            "Paired tests of two-stage-trained against the other two (exact McNemar on per-note exact "
+            "match; paired bootstrap on F1, trained − other):",
+            "",
+            "| Comparison | right only other | right only trained | McNemar p | trained − other [95% CI] "
+            "| bootstrap p |",
+            "| --- | ---: | ---: | ---: | --- | ---: |",
+        ]
+        for vs, by_metric in trained.items():
+            for metric, t in by_metric.items():
+                level = "schema" if metric == "extract" else "value"
+                lines.append(_test_row(f"{vs}, {level}", t))
+    lines += ["", "## Where extraction fails", ""]
+    lines += [
+        "Claims per class, per fold (`extraction_errors` in eval/metrics.py): gold claims are "
+        "correct, missing pair, wrong branch/env/evidence or wrong value (token-F1 < 0.5); "
+        "predictions left over are a wrong pair, an extra claim for a gold pair, or spurious on a "
+        "note whose gold is empty. Missing and wrong pairs are selection errors.",
+        "",
+        "| Holdout | Variant | notes (empty gold) | " + " | ".join(ERROR_HEADERS.values()) + " |",
+        "| --- | --- | ---: |" + " ---: |" * len(ERROR_HEADERS),
+    ]
+    totals: dict[str, dict[str, int]] = {}
+    for fold, by_variant in summary["extraction_errors"].items():
+        for v, c in by_variant.items():
+            cells = " | ".join(str(c[k]) for k in ERROR_HEADERS)
+            lines.append(f"| {fold} | {v} | {c['notes']} ({c['empty_gold_notes']}) | {cells} |")
+            total = totals.setdefault(v, dict.fromkeys(c, 0))
+            for k, n in c.items():
+                total[k] += n
+    for v, c in sorted(totals.items(), key=lambda kv: VARIANTS.index(kv[0])):
+        cells = " | ".join(f"**{c[k]}**" for k in ERROR_HEADERS)
+        lines.append(f"| **all folds** | {v} | {c['notes']} ({c['empty_gold_notes']}) | {cells} |")
+    if summary["extraction_examples"]:
+        lines += ["", "### Notes side by side", ""]
+    for ex in summary["extraction_examples"]:
+        lines += [f"`{ex['id']}` ({ex['fold']})", "", "| | Claims | Schema F1 |", "| --- | --- | ---: |"]
+        lines.append(f"| gold | {'<br>'.join(map(_claim, ex['gold'])) or '(none)'} | |")
+        for v, p in ex["predictions"].items():
+            lines.append(f"| {v} | {'<br>'.join(map(_claim, p['claims'])) or '(none)'} | {p['score']:.2f} |")
+        lines.append("")
+    return lines
+
+
 def figures(summary: dict[str, Any], records: list[Record], out: Path) -> list[Path]:
     import matplotlib
 
@@ -201,14 +364,16 @@ def figures(summary: dict[str, Any], records: list[Record], out: Path) -> list[P
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     x = np.arange(len(folds))
     for ax, metric in zip(axes, ("overall", "extract"), strict=True):
-        for k, variant in enumerate(("direct", "two-stage")):
+        learned = [v for v in summary["variants"] if v in LEARNED]
+        width = 0.8 / len(learned)
+        for k, variant in enumerate(learned):
             stats = [summary["folds"][f][variant][metric] for f in folds]
             means = [s["mean"] or 0.0 for s in stats]
             err = [
                 [m - (s["ci"][0] or 0.0) for m, s in zip(means, stats, strict=True)],
                 [(s["ci"][1] or 0.0) - m for m, s in zip(means, stats, strict=True)],
             ]
-            ax.bar(x + (k - 0.5) * 0.38, means, 0.38, yerr=err, capsize=3, label=variant)
+            ax.bar(x + (k - (len(learned) - 1) / 2) * width, means, width, yerr=err, capsize=3, label=variant)
         ceiling = [summary["folds"][f]["symbolic"][metric]["mean"] or 0.0 for f in folds]
         ax.scatter(x, ceiling, marker="_", s=400, color="black", label="symbolic", zorder=3)
         ax.set_xticks(x, folds, rotation=20, ha="right")
@@ -306,6 +471,11 @@ def table(summary: dict[str, Any]) -> str:
     lines.append(f"{'prompted (base)':<18}{'':>22}{_cell(s['overall']):>22}{'':>22}{_cell(s['extract']):>22}")
     s = summary["mean"]["symbolic"]
     lines.append(f"{'symbolic (ref.)':<18}{_cell(s['overall']):>22}{'':>22}{_cell(s['extract']):>22}")
+    if "two-stage-trained" in summary["mean"]:
+        s = summary["mean"]["two-stage-trained"]
+        lines.append(
+            f"{'2-stage trained':<18}{'':>22}{_cell(s['overall']):>22}{'':>22}{_cell(s['extract']):>22}"
+        )
     lines += ["", f"{'All folds':<18}" + "".join(f"{n:>22}" for n in ("Compare", "Update"))]
     for variant, label in (
         ("two-stage", "learned"),

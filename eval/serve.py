@@ -54,6 +54,7 @@ class ServeConfig:
     port: int = 0
     """0 picks a free port when the server starts: what jobs sharing a node need."""
     max_loras: int = 3
+    """Adapters in one batch; raised to the number served (four with ``extract-stages``)."""
     max_lora_rank: int | None = None
     """Unset: the smallest rank vLLM accepts that covers every adapter's ``r``."""
     max_model_len: int | None = None
@@ -126,7 +127,7 @@ def vllm_command(
         *gpu,
         "--enable-lora",
         "--max-loras",
-        str(cfg.max_loras),
+        str(max(cfg.max_loras, len(adapters))),
         "--max-lora-rank",
         str(max_lora_rank),
         "--lora-modules",

@@ -42,10 +42,16 @@ from operators.schemas import (
     select_model,
 )
 
-ExtractMode = Literal["direct", "two-stage"]
+ExtractMode = Literal["direct", "two-stage", "two-stage-trained"]
 Sourced = tuple[Note, Catalog]
 """A note with the catalog it is read against."""
-EXTRACT_MODES: tuple[ExtractMode, ...] = ("direct", "two-stage")
+EXTRACT_MODES: tuple[ExtractMode, ...] = ("direct", "two-stage", "two-stage-trained")
+"""``direct``: one call for every claim. ``two-stage``: select pairs, then fill each, under
+grammars, on the extract adapter (trained on direct prompts only: the grammar alone carries the
+procedure). ``two-stage-trained``: the same calls on the ``extract-stages`` adapter, trained on
+the stage prompts too."""
+STAGES_ADAPTER = "extract-stages"
+"""The extract adapter trained with the stage examples mixed in; also its dataset's name."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,25 @@ def fill_budget(pair: str, branches: Sequence[str]) -> int:
     keys = len('{"entity":"","slot":"","value":"","branch":"","env":"","evidence_type":""}')
     longest_enums = max(map(len, branches)) + len("production") + len("runtime-observation")
     return _round_up(keys + len(pair) + 2 * MAX_VALUE_CHARS + longest_enums)
+
+
+def stage_answers(
+    note: Note, catalog: Catalog, claims: Sequence[ExtractedClaim]
+) -> tuple[Selection, list[ExtractedClaim]]:
+    """What a right two-stage extraction answers: the pairs the claims name, in order of first
+    mention, then one fill per pair, each validated by the schema that constrains that call.
+
+    A pair claimed twice in one note (two scopes) is filled once, so its fill is its first
+    claim: the one claim the procedure can return for it. A target the grammar could never
+    produce raises here instead of reaching training data or an oracle.
+    """
+    first: dict[str, ExtractedClaim] = {}
+    for claim in claims:
+        first.setdefault(f"{claim.entity}.{claim.slot}", claim)
+    pairs = list(first)[:MAX_PAIRS]
+    selection = select_model(tuple(catalog.pairs()))(pairs=pairs)
+    branches = note_branches(note)
+    return selection, [fill_model(p, branches).model_validate(first[p].model_dump()) for p in pairs]
 
 
 @dataclass(frozen=True)
@@ -171,36 +196,36 @@ class LearnedOperators:
             prompts = [extract_messages(n, c) for n, c in notes]
             outcomes = self._run("extract", "extract", ExtractOutput, prompts)
             return [Extraction(list(o.output.claims) if o.output else [], [o]) for o in outcomes]
-        return self._two_stage(notes)
+        return self._two_stage(notes, STAGES_ADAPTER if mode == "two-stage-trained" else "extract")
 
-    def select(self, notes: Sequence[Sourced]) -> list[Outcome]:
+    def select(self, notes: Sequence[Sourced], adapter: str = "extract") -> list[Outcome]:
         """Stage 1: the supported pairs, from an enum of the catalog's ``entity.slot`` strings."""
         asks = []
         for note, catalog in notes:
             model = select_model(tuple(catalog.pairs()))
             prompt = select_messages(note, catalog)
-            asks.append(("extract", prompt, model, self._schema(model), select_budget(catalog.pairs())))
+            asks.append((adapter, prompt, model, self._schema(model), select_budget(catalog.pairs())))
         return self._ask("select", asks)
 
-    def fill(self, items: Sequence[tuple[Note, Catalog, str]]) -> list[Outcome]:
+    def fill(self, items: Sequence[tuple[Note, Catalog, str]], adapter: str = "extract") -> list[Outcome]:
         """Stage 2: one claim per selected pair; the pair is fixed, branch/env/evidence are enums."""
         asks = []
         for note, catalog, pair in items:
             branches = note_branches(note)
             model = fill_model(pair, branches)
             prompt = fill_messages(note, catalog, pair)
-            asks.append(("extract", prompt, model, self._schema(model), fill_budget(pair, branches)))
+            asks.append((adapter, prompt, model, self._schema(model), fill_budget(pair, branches)))
         return self._ask("fill", asks)
 
-    def _two_stage(self, notes: Sequence[Sourced]) -> list[Extraction]:
-        selects = self.select(notes)
+    def _two_stage(self, notes: Sequence[Sourced], adapter: str) -> list[Extraction]:
+        selects = self.select(notes, adapter)
         items, owners = [], []
         for i, ((note, catalog), sel) in enumerate(zip(notes, selects, strict=True)):
             for pair in sel.output.pairs if isinstance(sel.output, Selection) else []:
                 items.append((note, catalog, pair))
                 owners.append(i)
         out = [Extraction([], [sel]) for sel in selects]
-        for i, fill in zip(owners, self.fill(items), strict=True):
+        for i, fill in zip(owners, self.fill(items, adapter), strict=True):
             out[i].calls.append(fill)
             if isinstance(fill.output, ExtractedClaim):  # a Fill is an ExtractedClaim with enums
                 out[i].claims.append(fill.output)

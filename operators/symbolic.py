@@ -18,6 +18,7 @@ from memory.claims import Claim
 from memory.compare import compare
 from memory.state import Entry, StateMemory, rule
 from operators.backends import BackendError, Completion, Messages, Request
+from operators.learned import stage_answers
 from operators.prompts import (
     compare_messages,
     extract_messages,
@@ -25,7 +26,7 @@ from operators.prompts import (
     select_messages,
     update_messages,
 )
-from operators.schemas import Catalog, CompareOutput, ExtractOutput, Note, Selection, UpdateOutput
+from operators.schemas import Catalog, CompareOutput, ExtractOutput, Note, UpdateOutput
 
 
 def symbolic_compare(first: Claim, second: Claim) -> CompareOutput:
@@ -74,11 +75,10 @@ class SymbolicBackend:
         self._answers[prompt_key(messages)] = answer
 
     def remember_extraction(self, note: Note, catalog: Catalog, gold: ExtractOutput) -> None:
-        """Register the two-stage prompts of a note: the gold pairs, then each gold claim."""
-        pairs = list(dict.fromkeys(f"{c.entity}.{c.slot}" for c in gold.claims))
-        self.remember(select_messages(note, catalog), Selection(pairs=pairs).model_dump_json())
-        for claim in gold.claims:
-            pair = f"{claim.entity}.{claim.slot}"
+        """Register the two-stage prompts of a note: the gold pairs, then each pair's claim."""
+        selection, fills = stage_answers(note, catalog, gold.claims)
+        self.remember(select_messages(note, catalog), selection.model_dump_json())
+        for pair, claim in zip(selection.pairs, fills, strict=True):
             self.remember(fill_messages(note, catalog, pair), claim.model_dump_json())
 
     @classmethod

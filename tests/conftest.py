@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from data.build import datasets_of
 from data.sources import Sources
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +51,8 @@ def smollm2_model() -> Path:
 
 @pytest.fixture(scope="session")
 def small_datasets(tmp_path_factory: pytest.TempPathFactory, export_dir: Path) -> Path:
-    """A small build (4 scenarios per family) with the patch-guardrails fold and ``all``."""
+    """A small build (4 scenarios per family) with the patch-guardrails fold and ``all``, with
+    the staged extract data beside the operators' own."""
     from data.config import DataConfig
     from data.pipeline import run as build_data
 
@@ -61,6 +63,7 @@ def small_datasets(tmp_path_factory: pytest.TempPathFactory, export_dir: Path) -
         out_dir=str(out),
         exports=[str(export_dir)],
         folds=["patch-guardrails", "all"],
+        extract_stages=True,
         progress=False,
     )
     build_data(cfg)
@@ -86,7 +89,8 @@ QUICK_TRAIN = [
 def trained_adapters(
     tiny_model: Path, small_datasets: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
-    """The three adapters of the patch-guardrails fold, trained through train.py's recipe."""
+    """The adapters of the patch-guardrails fold (the three operators and ``extract-stages``),
+    trained through train.py's recipe."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
@@ -94,7 +98,7 @@ def trained_adapters(
 
     root = tmp_path_factory.mktemp("adapters")
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
-        for op in ("extract", "compare", "update"):
+        for op in datasets_of(stages=True):
             overrides = [
                 f"op={op}",
                 "holdout=patch-guardrails",

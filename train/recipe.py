@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from data.build import ALL
+from data.build import ALL, STAGES
 from data.names import adapters_path
 from data.publish import unready
 from train.builds import ensure_model
@@ -82,7 +82,11 @@ def prepare(cfg: TrainConfig) -> None:
         print(f"building datasets into {cfg.datasets_dir} (scripts/build_data.py)", flush=True)
         build_data(
             DataConfig(
-                out_dir=cfg.datasets_dir, annotations=cfg.annotations, exports=cfg.exports, seed=cfg.seed
+                out_dir=cfg.datasets_dir,
+                annotations=cfg.annotations,
+                exports=cfg.exports,
+                seed=cfg.seed,
+                extract_stages=cfg.op.name == STAGES,
             )
         )
     ensure_model(cfg.model)

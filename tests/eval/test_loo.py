@@ -32,6 +32,7 @@ def config(out: Path, datasets: Path, export_dir: Path) -> LooConfig:
         out_dir=str(out),
         datasets_dir=str(datasets),
         exports=[str(export_dir)],
+        extract_stages=True,
         batch=4,
         progress=False,
     )
@@ -63,6 +64,7 @@ def test_oracle_run_scores_perfectly_and_writes_everything(uninterrupted) -> Non
     assert keys == {
         ("extract", "direct"),
         ("extract", "two-stage"),
+        ("extract", "two-stage-trained"),
         ("extract", "prompted"),
         ("extract", "symbolic"),
         ("compare", "learned"),

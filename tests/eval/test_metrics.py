@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from eval.metrics import bootstrap_ci, claim_f1, mcnemar_exact, paired_bootstrap, token_f1
+from eval.metrics import (
+    bootstrap_ci,
+    claim_f1,
+    extraction_errors,
+    mcnemar_exact,
+    paired_bootstrap,
+    token_f1,
+)
 
 
 def c(entity="db", slot="engine", value="postgres 16", branch="main", env="production") -> dict:
@@ -46,3 +53,34 @@ def test_bootstrap_is_seeded_and_brackets_the_mean() -> None:
 def test_paired_bootstrap_sees_a_consistent_gain() -> None:
     r = paired_bootstrap([0.2] * 30, [0.7] * 30)
     assert r["mean_diff"] == pytest.approx(0.5) and r["ci"] == pytest.approx([0.5, 0.5]) and r["p"] == 0.0
+
+
+def e(evidence_type: str = "code-change", **fields) -> dict:
+    return {**c(**fields), "evidence_type": evidence_type}
+
+
+@pytest.mark.parametrize(
+    ("gold", "pred", "want"),
+    [
+        ([e()], [e(value="Postgres 16.")], {"correct": 1}),
+        ([e()], [], {"missing_pair": 1}),
+        ([e()], [e(slot="orm")], {"missing_pair": 1, "wrong_pair": 1}),
+        ([e()], [e(branch="exp/pg")], {"wrong_scope": 1}),
+        ([e()], [e(env="staging")], {"wrong_scope": 1}),
+        ([e()], [e("runtime-observation")], {"wrong_scope": 1}),
+        ([e()], [e(value="MySQL 8")], {"wrong_value": 1}),
+        ([e()], [e(env="dev", value="MySQL")], {"wrong_scope": 1}),  # scope is named first
+        ([e()], [e(), e(value="MySQL")], {"correct": 1, "extra": 1}),
+        ([], [e(), e(slot="orm")], {"spurious": 2}),
+        ([], [], {}),
+        # the closest prediction of the pair is matched, whatever the order of predictions
+        ([e()], [e(env="dev"), e()], {"correct": 1, "extra": 1}),
+        (
+            [e(), e(slot="orm", value="prisma")],
+            [e(slot="orm", value="drizzle"), e()],
+            {"correct": 1, "wrong_value": 1},
+        ),
+    ],
+)
+def test_extraction_errors_classify_hand_made_notes(gold, pred, want) -> None:
+    assert dict(extraction_errors(gold, pred)) == want

@@ -45,5 +45,67 @@ def test_the_parse_failure_rate_is_shown_per_operator_and_variant() -> None:
     assert failures["compare"]["two-stage"] == {"failed": 0, "n": 4}
     assert failures["update"]["prompted"] == {"failed": 1, "n": 4}
     text = markdown(summary, {"name": "t", "model": "m", "backend": "hf", "folds": ["a"]})
-    assert "| compare | 0% (0/4) | 0% (0/4) | 100% (4/4) | – |" in text
-    assert "| update | – | – | 25% (1/4) | – |" in text
+    assert "| compare | 0% (0/4) | 0% (0/4) | 100% (4/4) |" in text
+    assert "| update | – | – | 25% (1/4) |\n" in text
+
+
+def claim(slot: str, value: str = "v", env: str = "production") -> dict:
+    return {
+        "entity": "db",
+        "slot": slot,
+        "value": value,
+        "branch": "main",
+        "env": env,
+        "evidence_type": "code-change",
+    }
+
+
+def extract(fold: str, variant: str, i: int, gold: list, parsed: list, score: float) -> dict:
+    return {
+        **record(fold, "extract", variant, i, score),
+        "gold": gold,
+        "parsed": parsed,
+        "value_score": score,
+    }
+
+
+def test_three_extraction_variants_their_paired_tests_and_where_they_fail() -> None:
+    """Four notes per fold with one gold claim each: direct always names the wrong slot, two-stage
+    selects nothing, two-stage-trained gets three right and the fourth's env wrong."""
+    records = []
+    for fold in ("a", "b"):
+        for i in range(4):
+            gold = [claim("engine")]
+            trained = [claim("engine", env="dev" if i == 3 else "production")]
+            records += [
+                extract(fold, "direct", i, gold, [claim("orm")], 0.0),
+                extract(fold, "two-stage", i, gold, [], 0.0),
+                extract(fold, "two-stage-trained", i, gold, trained, float(i < 3)),
+                extract(fold, "symbolic", i, gold, gold, 1.0),
+            ]
+        records.append(extract(fold, "two-stage-trained", 9, [], [claim("engine")], 0.0))
+        records.append(record(fold, "compare", "learned", 0, 1.0))
+    summary = summarize(records)
+    assert summary["variants"] == ["direct", "two-stage", "two-stage-trained", "symbolic"]
+    assert summary["mean"]["two-stage-trained"]["compare"]["mean"] == 1.0  # learned counts for it
+    vs_direct = summary["tests"]["two_stage_trained"]["vs direct"]["extract"]
+    assert (vs_direct["mcnemar_exact_match"]["only_second"], vs_direct["mcnemar_exact_match"]["n"]) == (6, 8)
+    assert abs(vs_direct["paired_bootstrap"]["mean_diff"] - 0.75) < 1e-9  # trained − direct
+    errors = summary["extraction_errors"]["a"]
+    assert (
+        errors["direct"]["correct"],
+        errors["direct"]["missing_pair"],
+        errors["direct"]["wrong_pair"],
+    ) == (0, 4, 4)
+    assert (errors["two-stage"]["missing_pair"], errors["two-stage"]["wrong_pair"]) == (4, 0)
+    trained = errors["two-stage-trained"]
+    assert (trained["correct"], trained["wrong_scope"], trained["spurious"]) == (3, 1, 1)
+    assert (trained["notes"], trained["empty_gold_notes"]) == (5, 1)
+    assert "symbolic" not in errors
+    text = markdown(summary, {"name": "t", "model": "m", "backend": "hf"})
+    assert "| two-stage-trained | 0.60 [" in text  # 6 of its 10 notes, the empty-gold ones included
+    assert "| vs direct, schema | 0 | 6 |" in text
+    assert "| **all folds** | two-stage-trained | 10 (2) | **6** |" in text
+    # the notes shown are those the variants disagree on: trained right, the other two wrong
+    assert text.count("| two-stage-trained | `db.engine` [main/production, code-change] = v | 1.00 |") == 3
+    assert text.count("| direct | `db.orm` [main/production, code-change] = v | 0.00 |") == 3

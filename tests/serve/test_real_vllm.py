@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from data.build import OPS
+from data.build import OPS, STAGES
 from eval.backend import ServedBackend, adapter_dirs
 from eval.config import compose_config
 from eval.loo import run as run_loo
@@ -72,6 +72,7 @@ def loo_config(name: str, out: Path, adapters: Path, datasets: Path, export_dir:
         f"adapters={adapters.parent}",
         f"datasets_dir={datasets}",
         f"exports=[{export_dir}]",
+        "extract_stages=true",
         "progress=false",
         *backend,
     ]
@@ -99,8 +100,8 @@ def vllm_run(server, trained_adapters, small_datasets, export_dir, tmp_path_fact
     return out / "vllm", summary
 
 
-def test_the_server_lists_its_own_name_and_the_three_adapters(server: VLLMServer, backend) -> None:
-    assert server.listed() == {server.served_name, *OPS}
+def test_the_server_lists_its_own_name_and_every_adapter(server: VLLMServer, backend) -> None:
+    assert server.listed() == {server.served_name, *OPS, STAGES}
     info = backend.describe()
     assert info["vllm"] == "0.32.0" and info["device"] == "cpu"
 
@@ -166,6 +167,7 @@ def test_a_loo_fold_runs_end_to_end_on_vllm(vllm_run) -> None:
     assert {(r["op"], r["variant"]) for r in learned} == {
         ("extract", "direct"),
         ("extract", "two-stage"),
+        ("extract", "two-stage-trained"),
         ("extract", "prompted"),
         ("compare", "learned"),
         ("compare", "prompted"),
@@ -200,6 +202,7 @@ def test_hf_and_vllm_decode_the_same_text(
         "update",
         "extract/direct",
         "extract/two-stage",
+        "extract/two-stage-trained",
         *(f"{op}/prompted" for op in OPS),
     }
     for name, row in shares.items():

@@ -1,11 +1,14 @@
-"""What the trainer sees: completion-only labels, and the prompt inference will send."""
+"""What the trainer sees: completion-only labels, and the prompt inference will send, for
+operator examples and for the two-stage extractor's stage examples."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from data.build import STAGES
 from train.config import TrainConfig, model_config
 from train.recipe import load_model, lora_config, sft_config
 
@@ -16,7 +19,7 @@ pytestmark = pytest.mark.slow
 def trainer(request: pytest.FixtureRequest, small_datasets: Path, tmp_path_factory: pytest.TempPathFactory):
     """Both models the project builds: the tiny one's own tokenizer and SmolLM2's, whose pad
     token is its end-of-turn token (a collator that masked padding by id would drop the stop)."""
-    from datasets import load_from_disk
+    from datasets import concatenate_datasets, load_from_disk
     from trl import SFTTrainer
 
     path = request.getfixturevalue("tiny_model" if request.param == "tiny" else "smollm2_model")
@@ -24,7 +27,11 @@ def trainer(request: pytest.FixtureRequest, small_datasets: Path, tmp_path_facto
     cfg.op.name, cfg.op.max_length = "update", 1024
     cfg.model = model_config(request.param)
     cfg.model.path = str(path)
-    train = load_from_disk(str(small_datasets / "all" / "update"))["train"].select(range(6))
+    update = load_from_disk(str(small_datasets / "all" / "update"))["train"].select(range(4))
+    staged = load_from_disk(str(small_datasets / "all" / STAGES))["train"]
+    stage = [json.loads(i).get("stage") for i in staged["inputs"]]
+    picks = [stage.index("select"), *[i for i, s in enumerate(stage) if s == "fill"][:2]]
+    train = concatenate_datasets([update, staged.select(picks)])
     model, tokenizer = load_model(cfg.model)
     args = sft_config(cfg, tmp_path_factory.mktemp("ckpt"))
     args.packing = False  # one example per row, so each row can be checked on its own

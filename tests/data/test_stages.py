@@ -1,0 +1,115 @@
+"""Stage examples: the two-stage extractor's own calls, built from the gold claims with the
+prompts inference sends, mixed into ``extract-stages`` without touching any other dataset."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from data.build import STAGES, LeakageError, Pool, build_folds, build_pool, mix_stages
+from data.examples import extract_examples, stage_examples
+from data.replay import load_trajectory
+from data.scenarios.generate import scenarios
+from data.sessions import Episode
+from operators.backends import Completion, Request
+from operators.learned import STAGES_ADAPTER, LearnedOperators
+from tests.conftest import shipped
+from tests.data.test_build import small
+
+
+@pytest.fixture(scope="module")
+def episodes(export_dir: Path) -> list[Episode]:
+    return [load_trajectory("patch-guardrails", shipped(export_dir)), *scenarios(0, 1, 1, 2)]
+
+
+class Recorder:
+    """Test double for a model: it answers a prompt only if a stage example holds that exact
+    prompt (with the example's completion) and records every request it is sent."""
+
+    def __init__(self, examples: list[dict]) -> None:
+        self.answers = {json.dumps(e["prompt"]): e["completion"][0]["content"] for e in examples}
+        self.requests: list[Request] = []
+
+    def complete(self, requests: list[Request]) -> list[Completion]:
+        self.requests += requests
+        return [Completion(self.answers[json.dumps(r.messages)], 0.0, 0) for r in requests]
+
+
+def test_stage_examples_are_the_prompts_inference_sends(episodes: list[Episode]) -> None:
+    for episode in episodes:
+        examples = stage_examples(episode)
+        recorder = Recorder(examples)
+        notes = [(s.note(), episode.catalog) for s in episode.sessions]
+        extractions = LearnedOperators(recorder).extract(notes, "two-stage-trained")
+        # string equality: every example's prompt was sent once, and nothing else was
+        assert sorted(json.dumps(r.messages) for r in recorder.requests) == sorted(recorder.answers)
+        assert {r.adapter for r in recorder.requests} == {STAGES_ADAPTER}
+        for session, extraction in zip(episode.sessions, extractions, strict=True):
+            assert extraction.error is None
+            got = [c.model_dump() for c in extraction.claims]
+            assert got == [c.model_dump() for c in session.claims]  # no note here claims a pair twice
+
+
+def test_the_stage2_completion_is_the_gold_claim_of_its_pair(episodes: list[Episode]) -> None:
+    for episode in episodes:
+        sessions = {s.id: s for s in episode.sessions}
+        fills = 0
+        for example in stage_examples(episode):
+            inputs = json.loads(example["inputs"])
+            answer = json.loads(example["completion"][0]["content"])
+            gold = sessions[inputs["session"]].claims
+            if inputs["stage"] == "select":
+                assert answer == {"pairs": list(dict.fromkeys(f"{c.entity}.{c.slot}" for c in gold))}
+                continue
+            fills += 1
+            (claim,) = [c for c in gold if f"{c.entity}.{c.slot}" == inputs["pair"]]
+            assert answer == claim.model_dump(mode="json")
+        assert fills == sum(len(s.claims) for s in episode.sessions)
+
+
+def test_the_mixing_ratio_keeps_that_many_stage_examples_per_direct_one(episodes: list[Episode]) -> None:
+    episode = episodes[0]
+    direct, stages = extract_examples(episode), stage_examples(episode)
+    assert mix_stages(direct, stages, None, random.Random(0)) == direct + stages
+    half = mix_stages(direct, stages, 0.5, random.Random(0))
+    assert half[: len(direct)] == direct and len(half) == len(direct) + round(0.5 * len(direct))
+    kept = half[len(direct) :]
+    assert [stages.index(ex) for ex in kept] == sorted(stages.index(ex) for ex in kept)  # order kept
+    assert mix_stages(direct, stages, 0.5, random.Random(0)) == half
+    assert mix_stages(direct, stages, 0.0, random.Random(0)) == direct
+
+
+def test_the_leakage_check_covers_stage_examples(episodes: list[Episode]) -> None:
+    """A holdout note reaching training only through a stage prompt is caught."""
+    holdout, synthetic = episodes[0], episodes[1:]
+    pool: Pool = build_pool([*synthetic, holdout], seed=0, compare_per_label=1, progress=False, stages=True)
+    leaked = next(ex for ex in stage_examples(holdout) if "/fill-" in ex["id"])
+    # stripped of the ids that name its source, so that only the note's text can give it away
+    disguised = {**leaked, "group": synthetic[0].id, "sessions": [], "commits": []}
+    pool.by_episode[synthetic[0].id][STAGES].append(disguised)
+    with pytest.raises(LeakageError, match="quotes a holdout commit or note"):
+        build_folds(synthetic, [holdout], pool, Path("/nonexistent"), [holdout.id], 0.01, progress=False)
+
+
+def test_stages_off_leaves_every_dataset_byte_identical(tmp_path: Path, export_dir: Path) -> None:
+    from data.pipeline import run
+
+    off, on = tmp_path / "off", tmp_path / "on"
+    run(small(off, export_dir))
+    run(small(on, export_dir, extract_stages=True))
+    files = sorted(p.relative_to(off) for p in off.rglob("*.jsonl"))
+    assert files and all((off / f).read_bytes() == (on / f).read_bytes() for f in files)
+    staged = sorted(p.relative_to(on) for p in on.rglob("*.jsonl") if p.relative_to(on) not in files)
+    assert staged and all(f.parts[1] == STAGES and f.name != "test.jsonl" for f in staged)
+    card = json.loads((on / "card.json").read_text())
+    assert "extract-stages" not in json.loads((off / "card.json").read_text())["ops"]
+    stage = card["ops"][STAGES]["stage"]
+    assert stage["direct"] == stage["select"] == card["ops"]["extract"]["examples"]
+    train = (on / "all" / STAGES / "train.jsonl").read_text().splitlines()
+    validation = (on / "all" / STAGES / "validation.jsonl").read_text().splitlines()
+    rows = [json.loads(json.loads(r)["inputs"]) for r in train + validation]  # ``all``: every source
+    assert sum(r.get("stage") == "fill" for r in rows) == stage["fill"]
+    assert sum(r.get("stage") == "select" for r in rows) == stage["select"]
