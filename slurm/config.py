@@ -72,6 +72,9 @@ class SubmitConfig(SourcesConfig):
     out_dir: str = "outputs/loo"
     logs_dir: str = "logs"
     seed: int = 0
+    extract_stages: bool = False
+    """Also build the staged extract data, train each fold's ``extract-stages`` adapter and score
+    two-stage-trained extraction (as ``scripts/loo.py extract_stages=true``)."""
     prepare: bool = True
     """Submit the prepare job when datasets (or the tiny model) are missing."""
     data_overrides: list[str] = field(default_factory=list)

@@ -26,7 +26,7 @@ from typing import Any
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
-from data.build import OPS
+from data.build import datasets_of
 from data.config import DataConfig
 from data.names import adapters_path
 from data.publish import unready
@@ -72,7 +72,7 @@ def compose(name: str, overrides: list[str], where: str) -> Any:
 def missing_inputs(cfg: SubmitConfig) -> list[str]:
     """What the prepare job would build: the datasets, and the base when the project builds it."""
     missing = []
-    folds = unready(cfg.datasets_dir, cfg.folds, OPS)
+    folds = unready(cfg.datasets_dir, cfg.folds, datasets_of(cfg.extract_stages))
     if folds:
         missing.append(f"datasets ({len(folds)} fold(s) missing)")
     if cfg.model.build and not built(cfg.model.path):
@@ -95,6 +95,8 @@ def job_args(cfg: SubmitConfig) -> dict[str, list[str]]:
         else []
     )
     tokenizer = [f"tokenizer_dir={cfg.model.path}"] if cfg.model.build else []
+    stages = ["extract_stages=true"] if cfg.extract_stages else []
+    ops = datasets_of(cfg.extract_stages)
     return {
         "prepare": [
             cfg.model.name,
@@ -103,11 +105,12 @@ def job_args(cfg: SubmitConfig) -> dict[str, list[str]]:
             *cfg.source_overrides(),
             f"seed={cfg.seed}",
             *tokenizer,
+            *stages,
             *cfg.data_overrides,
         ],
         "train": [
             folds,
-            ",".join(OPS),
+            ",".join(ops),
             *model,
             *common,
             f"adapters_dir={cfg.adapters_dir}",
@@ -122,6 +125,7 @@ def job_args(cfg: SubmitConfig) -> dict[str, list[str]]:
             f"out_dir={cfg.out_dir}",
             *common,
             *serve,
+            *stages,
             *cfg.eval_overrides,
         ],
         "report": [str(Path(cfg.out_dir) / cfg.run), folds],
@@ -136,7 +140,7 @@ def validate(cfg: SubmitConfig, args: dict[str, list[str]]) -> None:
     if unbuilt:
         raise SubmitError(f"data_overrides leave out fold(s) {', '.join(unbuilt)} that this run evaluates")
     train_args = args["train"][2:]
-    for op in OPS:
+    for op in datasets_of(cfg.extract_stages):
         compose("train", [f"op={op}", f"holdout={cfg.folds[0]}", *train_args, "prepare=false"], "train.py")
     eval_args = [f"folds=[{cfg.folds[0]}]", f"run={cfg.run}", *args["eval"][2:]]
     compose("loo", eval_args, "scripts/loo.py")
@@ -173,19 +177,20 @@ def plan(cfg: SubmitConfig) -> list[Job]:
     if missing and cfg.prepare:
         jobs.append(Job("prepare", "prepare", [0], args["prepare"], what="build " + ", ".join(missing)))
         prepare = [("prepare", None)]
+    ops = datasets_of(cfg.extract_stages)
     tasks = [
-        i * len(OPS) + j
+        i * len(ops) + j
         for i, fold in enumerate(cfg.folds)
-        for j, op in enumerate(OPS)
+        for j, op in enumerate(ops)
         if not adapter_done(cfg, fold, op)
     ]
     if tasks:
-        what = ", ".join(f"{cfg.folds[t // len(OPS)]}/{OPS[t % len(OPS)]}" for t in tasks)
-        if len(tasks) == len(cfg.folds) * len(OPS):
-            what = f"{len(tasks)} adapters: {len(cfg.folds)} fold(s) × {', '.join(OPS)}"
+        what = ", ".join(f"{cfg.folds[t // len(ops)]}/{ops[t % len(ops)]}" for t in tasks)
+        if len(tasks) == len(cfg.folds) * len(ops):
+            what = f"{len(tasks)} adapters: {len(cfg.folds)} fold(s) × {', '.join(ops)}"
         jobs.append(Job("train", "train", tasks, args["train"], prepare, what=what))
     for i, fold in enumerate(cfg.folds):
-        own = [("train", t) for t in tasks if t // len(OPS) == i]
+        own = [("train", t) for t in tasks if t // len(ops) == i]
         jobs.append(Job(f"eval/{fold}", "eval", [i], args["eval"], own or prepare, what=f"holdout {fold}"))
     report = Path(cfg.out_dir) / cfg.run / "report.md"
     evals = [(f"eval/{fold}", None) for fold in cfg.folds]

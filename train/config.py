@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
@@ -51,6 +52,18 @@ class ModelConfig:
     lora: LoraSpec = field(default_factory=LoraSpec)
 
 
+RECIPE_SFT: dict[str, Any] = {
+    "lr_scheduler_type": "cosine",
+    "warmup_steps": 0.05,  # below 1: a share of the total steps
+    "packing": True,
+    "packing_strategy": "bfd",
+    "padding_free": True,
+    "completion_only_loss": True,
+}
+"""The recipe's trainer choices (DESIGN §6): loss on completions only, bfd packing without
+padding, cosine schedule with 5% warmup."""
+
+
 @dataclass
 class TrainConfig(SourcesConfig):
     op: OpConfig = field(default_factory=OpConfig)
@@ -61,7 +74,6 @@ class TrainConfig(SourcesConfig):
     adapters_dir: str = "outputs/adapters"
     seed: int = 0
     max_steps: int = -1
-    warmup_ratio: float = 0.05
     max_eval_samples: int | None = None
     """Evaluate on a seeded sample of this many validation examples (all when unset)."""
     eval_steps: int = 50
@@ -74,6 +86,11 @@ class TrainConfig(SourcesConfig):
     overwrite: bool = False
     prepare: bool = True
     """Build missing prerequisites first: the datasets (all folds) and a model the project builds."""
+    sft: dict[str, Any] = field(default_factory=lambda: dict(RECIPE_SFT))
+    """``trl.SFTConfig`` fields under TRL's own names, passed through as they are: any trainer
+    option is one override away (``sft.lr_scheduler_type=constant``; ``+sft.<field>=...`` for
+    one not listed here). Fields this config already names (``max_steps``, ``seed``, the
+    ``*_steps``, ``op.*``) are set there; naming them here too is refused."""
 
     def __post_init__(self) -> None:
         if self.model.name != MISSING:  # a config built in code fills the model in later

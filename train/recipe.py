@@ -159,11 +159,14 @@ def load_model(cfg: ModelConfig):  # -> (model, tokenizer)
 
 
 def sft_config(cfg: TrainConfig, checkpoints: Path):  # -> trl.SFTConfig
+    """The fields this config names, then ``cfg.sft`` as it is (``RECIPE_SFT`` by default)."""
+    import dataclasses
+
     import torch
-    from trl import SFTConfig
+    import trl
 
     on_gpu = torch.cuda.is_available()
-    return SFTConfig(
+    named = dict(
         output_dir=str(checkpoints),
         seed=cfg.seed,
         max_length=cfg.op.max_length,
@@ -173,12 +176,6 @@ def sft_config(cfg: TrainConfig, checkpoints: Path):  # -> trl.SFTConfig
         per_device_train_batch_size=cfg.op.per_device_batch,
         per_device_eval_batch_size=cfg.op.per_device_batch,
         gradient_accumulation_steps=cfg.op.grad_accum,
-        lr_scheduler_type="cosine",
-        warmup_steps=cfg.warmup_ratio,  # a float below 1 is a ratio of total steps
-        packing=True,
-        packing_strategy="bfd",
-        padding_free=True,
-        completion_only_loss=True,
         gradient_checkpointing=cfg.model.gradient_checkpointing,
         eval_strategy="steps",
         eval_steps=cfg.eval_steps,
@@ -192,6 +189,12 @@ def sft_config(cfg: TrainConfig, checkpoints: Path):  # -> trl.SFTConfig
         include_num_input_tokens_seen=True,
         dataset_num_proc=None,
     )
+    if twice := sorted(set(cfg.sft) & set(named)):
+        raise ValueError(f"sft: {twice} are set from this config's own fields; override those instead")
+    known = {f.name for f in dataclasses.fields(trl.SFTConfig)}
+    if unknown := sorted(set(cfg.sft) - known):
+        raise ValueError(f"sft: {unknown} are not fields of trl.SFTConfig (trl {trl.__version__})")
+    return trl.SFTConfig(**named, **cfg.sft)
 
 
 def lora_config(cfg: TrainConfig):  # -> peft.LoraConfig

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from data.build import OPS
+from data.build import OPS, STAGES
 from data.sources import SHIPPED
 from eval.config import compose_config
 from slurm.config import SubmitConfig
@@ -68,6 +68,19 @@ def test_dry_run_prints_the_full_five_fold_graph_as_argument_lists(tmp_path: Pat
     graph = "\n".join(lines)
     assert "run qwen2.5-14b-instruct-vllm: 8 jobs for 5 fold(s)" in graph
     assert "after <train>_12, <train>_13, <train>_14" in graph
+
+
+def test_extract_stages_adds_a_fourth_adapter_per_fold_and_reaches_every_job(tmp_path: Path) -> None:
+    lines = dry_run(tmp_path, "extract_stages=true", "folds=[model-routing,patch-guardrails]")
+    prepare, train, *evals, _ = [json.loads(line) for line in lines if line.startswith("[")]
+    ops = [*OPS, STAGES]
+    at = train.index(str(TEMPLATES["train"]))
+    assert train[at + 2] == ",".join(ops) and "--array=0-7" in train
+    assert "extract_stages=true" in prepare
+    for i, argv in enumerate(evals):  # fold i waits for its own four adapters
+        assert "extract_stages=true" in argv
+        own = ":".join(f"<train>_{4 * i + j}" for j in range(4))
+        assert f"--dependency=afterok:{own}" in argv
 
 
 def test_cpu_profile_runs_the_tiny_model_on_the_local_backend_without_gpus(tmp_path: Path) -> None:

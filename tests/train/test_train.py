@@ -36,6 +36,9 @@ def trained(tiny_model: Path, small_datasets: Path, tmp_path_factory: pytest.Tem
         f"datasets_dir={small_datasets}",
         f"adapters_dir={adapters}",
         *FAST,
+        "sft.lr_scheduler_type=constant",  # TRL's own fields pass through under their names
+        "sft.warmup_steps=0",
+        "logging_steps=1",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "adapter saved: step 4" in proc.stdout
@@ -80,6 +83,22 @@ def test_launch_saves_a_loadable_adapter_with_manifest(trained: Path, tiny_model
     assert manifest["config"]["op"]["name"] == "compare" and "model=tiny" in manifest["overrides"]
     assert {"torch", "trl", "peft", "transformers"} <= set(manifest["libraries"])
     assert manifest["dataset_fingerprint"]
+    assert manifest["config"]["sft"]["lr_scheduler_type"] == "constant"
+    rates = [e["learning_rate"] for e in manifest["log_history"] if "learning_rate" in e]
+    assert len(rates) == 4 and set(rates) == {manifest["config"]["op"]["learning_rate"]}
+
+
+def test_an_sft_field_is_refused_if_unknown_or_named_by_the_config_itself() -> None:
+    from eval.config import compose_config
+    from train.recipe import sft_config
+
+    for override, said in (
+        ("+sft.max_steps=3", r"\['max_steps'\] are set from this config's own fields"),
+        ("+sft.no_such_option=1", r"\['no_such_option'\] are not fields of trl.SFTConfig"),
+    ):
+        cfg = compose_config("train", ["model=tiny", override])
+        with pytest.raises(ValueError, match=said):
+            sft_config(cfg, Path("unused"))
 
 
 def test_refuses_to_overwrite_a_finished_adapter(trained: Path, small_datasets: Path) -> None:
