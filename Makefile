@@ -44,7 +44,7 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# The main job on CPU: data, the tiny model's 15 adapters (5 folds x 3 ops), the LOO harness, the report.
+# The main job on CPU: data, the tiny model's 4 synthetic-fold adapters, the LOO harness, the report.
 demo: venv
 	$(BIN)/python scripts/loo.py --config-name demo
 

@@ -192,33 +192,28 @@ def learned_extraction(stages: bool) -> tuple[str, ...]:
     return tuple(m for m in EXTRACT_MODES if stages or m != "two-stage-trained")
 
 
-def evaluate_fold(
+def score_fold(
     fold: str,
-    episode: Episode,
     datasets_dir: Path,
+    episode: Episode,
     ops: LearnedOperators,
     records: Records,
     batch: int = 32,
     progress: bool = True,
     stages: bool = False,
 ) -> None:
-    """Run every (op, variant) of one fold that is not fully recorded yet.
+    """Score every (op, variant) of one fold's test examples that is not recorded yet.
 
     ``ops`` runs the adapters; the prompted variant runs the same backend without them.
     ``stages``: the backend also holds the ``extract-stages`` adapter; score two-stage-trained."""
-    learned = learned_extraction(stages)
-    prompted = replace(ops, adapters=False, calls=Counter())
-
-    def on(variant: str) -> LearnedOperators:
-        return prompted if variant == "prompted" else ops
-
+    on = _variants(ops)
     tests = {op: load_test(datasets_dir, fold, op) for op in OPS}
     # compare and update first: one short call per example, so a run cut short still has them.
     jobs: list[tuple[str, str, Callable[[Sequence[dict]], list[Record]]]] = []
     for op in ("compare", "update"):
         for variant in ("learned", "prompted", "symbolic"):
             jobs.append((op, variant, lambda ex, op=op, v=variant: pair_records(fold, op, v, ex, on(v))))
-    for variant in (*learned, "prompted", "symbolic"):
+    for variant in (*learned_extraction(stages), "prompted", "symbolic"):
         jobs.append(("extract", variant, lambda ex, v=variant: extract_records(fold, v, ex, episode, on(v))))
     for op, variant, run in jobs:
         todo = [e for e in tests[op] if not records.done(fold, op, variant, e["id"])]
@@ -232,9 +227,28 @@ def evaluate_fold(
             for chunk in chunks(todo, batch):
                 records.add(run(chunk))
                 bar.update(len(chunk))
-    for variant in (*learned, "prompted", "symbolic"):
+
+
+def replay_fold(
+    fold: str,
+    episode: Episode,
+    ops: LearnedOperators,
+    records: Records,
+    progress: bool = True,
+    stages: bool = False,
+) -> None:
+    """Replay the holdout through the engine once per variant not recorded yet. It re-extracts
+    every note, so it is the slowest part of a fold; a run scores every fold first."""
+    on = _variants(ops)
+    for variant in (*learned_extraction(stages), "prompted", "symbolic"):
         if not records.done(fold, "engine_queries", variant, episode.queries[-1].id):
             if progress:
                 print(f"{fold}: engine replay ({variant})", flush=True)
             replay_ops = None if variant == "symbolic" else on(variant)
             records.add(engine_records(fold, variant, episode, replay_ops))
+
+
+def _variants(ops: LearnedOperators) -> Callable[[str], LearnedOperators]:
+    """The operators a variant runs on: the adapters, or for ``prompted`` the bare base."""
+    prompted = replace(ops, adapters=False, calls=Counter())
+    return lambda variant: prompted if variant == "prompted" else ops

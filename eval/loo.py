@@ -16,7 +16,7 @@ from data.publish import unready
 from data.replay import load_trajectory
 from eval.backend import ServedBackend, open_backend
 from eval.config import LooConfig, compose_config
-from eval.harness import evaluate_fold, load_test
+from eval.harness import load_test, replay_fold, score_fold
 from eval.records import Records
 from eval.report import build_report
 from operators.learned import LearnedOperators
@@ -102,18 +102,15 @@ def run(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
             if isinstance(backend, ServedBackend):
                 serving[name] = backend.describe()
             ops = LearnedOperators(backend)
+            # Every fold's operator scores first, then the engine replays (the slow part), so a
+            # run stopped early still has the operator table for every fold.
             for fold, episode in episodes.items():
-                evaluate_fold(
-                    fold,
-                    episode,
-                    Path(cfg.datasets_dir),
-                    ops,
-                    records,
-                    cfg.batch,
-                    cfg.progress,
-                    stages=cfg.extract_stages,
-                )
-                print(f"{fold}: done ({len(records.records)} records so far)", flush=True)
+                data = Path(cfg.datasets_dir)
+                score_fold(fold, data, episode, ops, records, cfg.batch, cfg.progress, cfg.extract_stages)
+                print(f"{fold}: operators scored ({len(records.records)} records so far)", flush=True)
+            for fold, episode in episodes.items():
+                replay_fold(fold, episode, ops, records, cfg.progress, cfg.extract_stages)
+                print(f"{fold}: engine replayed ({len(records.records)} records so far)", flush=True)
     write_manifest(
         out,
         config=asdict(cfg),

@@ -8,7 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from data.build import OPS
-from eval.metrics import ERROR_CLASSES, bootstrap_ci, extraction_errors, mcnemar_exact, paired_bootstrap
+from eval.metrics import (
+    BOOTSTRAP_RESAMPLES,
+    ERROR_CLASSES,
+    bootstrap_ci,
+    extraction_errors,
+    mcnemar_exact,
+    paired_bootstrap,
+)
 from eval.records import Record, RecordsError, read_records, write_records
 
 LEARNED = ("direct", "two-stage", "two-stage-trained")
@@ -285,7 +292,7 @@ def _claim(c: dict[str, Any]) -> str:
 def _test_row(name: str, t: dict[str, Any]) -> str:
     m, b = t["mcnemar_exact_match"], t["paired_bootstrap"]
     diff = "–" if b["mean_diff"] is None else f"{b['mean_diff']:+.3f} [{b['ci'][0]:+.3f}, {b['ci'][1]:+.3f}]"
-    p = "–" if b["p"] is None else f"{b['p']:.3g}"
+    p = "–" if b["p"] is None else f"{b['p']:.3g}" if b["p"] else f"< {1 / BOOTSTRAP_RESAMPLES:g}"
     return f"| {name} | {m['only_first']} | {m['only_second']} | {m['p']:.3g} | {diff} | {p} |"
 
 
