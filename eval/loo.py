@@ -1,5 +1,6 @@
-"""The LOO run, fold by fold: datasets, adapters, backend, operators, engine, records; then
-the report. Each step reuses what exists, so a rerun of the same config resumes."""
+"""The LOO run: datasets, adapters, backend; then the operators of every fold served by that
+backend, then their engine replays; records throughout, and the report. Each step reuses what
+exists, so a rerun of the same config resumes."""
 
 from __future__ import annotations
 
