@@ -57,11 +57,9 @@ def is_validation(episode_id: str, fraction: float) -> bool:
 class Pool:
     """Every example of every episode, per op, built once and shared by all folds."""
 
+    datasets: tuple[str, ...] = OPS
+    """What each episode holds examples for: ``datasets_of(stages)``."""
     by_episode: dict[str, dict[str, list[Example]]] = field(default_factory=dict)
-
-    @property
-    def datasets(self) -> tuple[str, ...]:
-        return tuple(next(iter(self.by_episode.values()), {})) or OPS
 
     def examples(self, op: str, episodes: list[Episode]) -> list[Example]:
         return [ex for e in episodes for ex in self.by_episode[e.id][op]]
@@ -86,7 +84,7 @@ def build_pool(
     stages: bool = False,
     stage_ratio: float | None = None,
 ) -> Pool:
-    pool = Pool()
+    pool = Pool(datasets_of(stages))
     for episode in tqdm(episodes, desc="examples", unit="episode", disable=not progress):
         rng = random.Random(f"{seed}:compare:{episode.id}")
         pool.by_episode[episode.id] = {
