@@ -25,15 +25,14 @@ from data.sessions import Episode
 from operators.learned import STAGES_ADAPTER
 
 OPS: tuple[str, ...] = ("extract", "compare", "update")
-STAGES = STAGES_ADAPTER
-"""The extract training set with the two-stage procedure's examples mixed in beside the direct
-ones (``extract_stages=true``). It has train and validation splits only: every extraction
-variant is scored on ``extract/test.jsonl``."""
 
 
 def datasets_of(stages: bool) -> tuple[str, ...]:
-    """The datasets a build writes per fold: one per operator, and the staged extract set."""
-    return (*OPS, STAGES) if stages else OPS
+    """The datasets a build writes per fold: one per operator and, with ``extract_stages=true``,
+    ``extract-stages`` (the extract examples with the two-stage procedure's mixed in). That one
+    has train and validation splits only: every extraction variant is scored on
+    ``extract/test.jsonl``."""
+    return (*OPS, STAGES_ADAPTER) if stages else OPS
 
 
 SPLITS: tuple[str, ...] = ("train", "validation", "test")
@@ -95,7 +94,7 @@ def build_pool(
         if stages:
             mix = random.Random(f"{seed}:stages:{episode.id}")
             direct = pool.by_episode[episode.id]["extract"]
-            pool.by_episode[episode.id][STAGES] = mix_stages(
+            pool.by_episode[episode.id][STAGES_ADAPTER] = mix_stages(
                 direct, stage_examples(episode), stage_ratio, mix
             )
     return pool
@@ -188,7 +187,7 @@ def build_folds(
         sizes[holdout] = {}
         for op in pool.datasets:
             splits = {split: pool.examples(op, episodes[split]) for split in SPLITS}
-            if op == STAGES:
+            if op == STAGES_ADAPTER:
                 splits["test"] = []
             for trajectory in held_out:
                 check_leakage(trajectory, splits)
@@ -236,7 +235,7 @@ def card(pool: Pool, episodes: list[Episode], sizes: dict[str, Any], tokenizer_d
             "label": dict(sorted(Counter(r["label"] for r in rows).items())),
             "length": percentiles([length(r) for r in rows]),
         }
-        if op == STAGES:
+        if op == STAGES_ADAPTER:
             stage = Counter(json.loads(r["inputs"]).get("stage", "direct") for r in rows)
             ops[op]["stage"] = {k: stage[k] for k in ("direct", "select", "fill")}
     return {"length_unit": unit, "ops": ops, "folds": sizes}

@@ -105,8 +105,8 @@ def run(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
             ops = LearnedOperators(backend)
             # Every fold's operator scores first, then the engine replays (the slow part), so a
             # run stopped early still has the operator table for every fold.
+            data = Path(cfg.datasets_dir)
             for fold, episode in episodes.items():
-                data = Path(cfg.datasets_dir)
                 score_fold(fold, data, episode, ops, records, cfg.batch, cfg.progress, cfg.extract_stages)
                 print(f"{fold}: operators scored ({len(records.records)} records so far)", flush=True)
             for fold, episode in episodes.items():

@@ -112,20 +112,18 @@ def extraction_errors(gold: Sequence[dict[str, Any]], pred: Sequence[dict[str, A
     def scope(c: dict[str, Any]) -> tuple[str, str, str]:
         return norm(str(c.get("branch", ""))), norm(str(c.get("env", ""))), str(c.get("evidence_type", ""))
 
+    def fit(p: dict[str, Any], g: dict[str, Any]) -> tuple[bool, bool]:
+        return scope(p) == scope(g), token_f1(str(p.get("value", "")), str(g["value"])) >= VALUE_F1_THRESHOLD
+
     left, out = list(pred), Counter[str]()
     for g in gold:
         same = [p for p in left if pair(p) == pair(g)]
         if not same:
             out["missing_pair"] += 1
             continue
-
-        def fit(p: dict[str, Any], g: dict[str, Any] = g) -> tuple[bool, bool]:
-            value = token_f1(str(p.get("value", "")), str(g["value"])) >= VALUE_F1_THRESHOLD
-            return scope(p) == scope(g), value
-
-        best = max(same, key=fit)
+        best = max(same, key=lambda p: fit(p, g))
         left.remove(best)
-        scope_ok, value_ok = fit(best)
+        scope_ok, value_ok = fit(best, g)
         out["correct" if scope_ok and value_ok else "wrong_value" if scope_ok else "wrong_scope"] += 1
     named = {pair(g) for g in gold}
     for p in left:

@@ -14,9 +14,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from data.build import ALL, STAGES
+from data.build import ALL
 from data.names import adapters_path
 from data.publish import unready
+from operators.learned import STAGES_ADAPTER
 from train.builds import ensure_model
 from train.config import ModelConfig, TrainConfig
 
@@ -86,7 +87,7 @@ def prepare(cfg: TrainConfig) -> None:
                 annotations=cfg.annotations,
                 exports=cfg.exports,
                 seed=cfg.seed,
-                extract_stages=cfg.op.name == STAGES,
+                extract_stages=cfg.op.name == STAGES_ADAPTER,
             )
         )
     ensure_model(cfg.model)

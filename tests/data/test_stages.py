@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from data.build import STAGES, LeakageError, Pool, build_folds, build_pool, mix_stages
+from data.build import LeakageError, Pool, build_folds, build_pool, mix_stages
 from data.examples import extract_examples, stage_examples
 from data.replay import load_trajectory
 from data.scenarios.generate import scenarios
@@ -82,16 +82,16 @@ def test_the_mixing_ratio_keeps_that_many_stage_examples_per_direct_one(episodes
     assert mix_stages(direct, stages, 0.0, random.Random(0)) == direct
 
 
-def test_the_leakage_check_covers_stage_examples(episodes: list[Episode]) -> None:
+def test_the_leakage_check_covers_stage_examples(episodes: list[Episode], tmp_path: Path) -> None:
     """A holdout note reaching training only through a stage prompt is caught."""
     holdout, synthetic = episodes[0], episodes[1:]
     pool: Pool = build_pool([*synthetic, holdout], seed=0, compare_per_label=1, progress=False, stages=True)
     leaked = next(ex for ex in stage_examples(holdout) if "/fill-" in ex["id"])
     # stripped of the ids that name its source, so that only the note's text can give it away
     disguised = {**leaked, "group": synthetic[0].id, "sessions": [], "commits": []}
-    pool.by_episode[synthetic[0].id][STAGES].append(disguised)
+    pool.by_episode[synthetic[0].id][STAGES_ADAPTER].append(disguised)
     with pytest.raises(LeakageError, match="quotes a holdout commit or note"):
-        build_folds(synthetic, [holdout], pool, Path("/nonexistent"), [holdout.id], 0.01, progress=False)
+        build_folds(synthetic, [holdout], pool, tmp_path, [holdout.id], 0.01, progress=False)
 
 
 def test_stages_off_leaves_every_dataset_byte_identical(tmp_path: Path, export_dir: Path) -> None:
@@ -103,13 +103,13 @@ def test_stages_off_leaves_every_dataset_byte_identical(tmp_path: Path, export_d
     files = sorted(p.relative_to(off) for p in off.rglob("*.jsonl"))
     assert files and all((off / f).read_bytes() == (on / f).read_bytes() for f in files)
     staged = sorted(p.relative_to(on) for p in on.rglob("*.jsonl") if p.relative_to(on) not in files)
-    assert staged and all(f.parts[1] == STAGES and f.name != "test.jsonl" for f in staged)
+    assert staged and all(f.parts[1] == STAGES_ADAPTER and f.name != "test.jsonl" for f in staged)
     card = json.loads((on / "card.json").read_text())
     assert "extract-stages" not in json.loads((off / "card.json").read_text())["ops"]
-    stage = card["ops"][STAGES]["stage"]
+    stage = card["ops"][STAGES_ADAPTER]["stage"]
     assert stage["direct"] == stage["select"] == card["ops"]["extract"]["examples"]
-    train = (on / "all" / STAGES / "train.jsonl").read_text().splitlines()
-    validation = (on / "all" / STAGES / "validation.jsonl").read_text().splitlines()
+    train = (on / "all" / STAGES_ADAPTER / "train.jsonl").read_text().splitlines()
+    validation = (on / "all" / STAGES_ADAPTER / "validation.jsonl").read_text().splitlines()
     rows = [json.loads(json.loads(r)["inputs"]) for r in train + validation]  # ``all``: every source
     assert sum(r.get("stage") == "fill" for r in rows) == stage["fill"]
     assert sum(r.get("stage") == "select" for r in rows) == stage["select"]

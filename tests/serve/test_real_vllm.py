@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from data.build import OPS, STAGES
+from data.build import OPS
 from eval.backend import ServedBackend, adapter_dirs
 from eval.config import compose_config
 from eval.loo import run as run_loo
@@ -31,7 +31,7 @@ from eval.serve import ServeConfig, ServerFailed, VLLMServer, serve_env
 from memory.example import example_claims
 from operators.backends import BackendError, Request
 from operators.backends.vllm import VLLMBackend
-from operators.learned import LearnedOperators
+from operators.learned import STAGES_ADAPTER, LearnedOperators
 from tests.conftest import ROOT
 from tests.operators.vllm_double import VLLMTestDouble
 
@@ -101,7 +101,7 @@ def vllm_run(server, trained_adapters, small_datasets, export_dir, tmp_path_fact
 
 
 def test_the_server_lists_its_own_name_and_every_adapter(server: VLLMServer, backend) -> None:
-    assert server.listed() == {server.served_name, *OPS, STAGES}
+    assert server.listed() == {server.served_name, *OPS, STAGES_ADAPTER}
     info = backend.describe()
     assert info["vllm"] == "0.32.0" and info["device"] == "cpu"
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from data.build import OPS, STAGES
+from data.build import OPS
 from data.sources import SHIPPED
 from eval.config import compose_config
+from operators.learned import STAGES_ADAPTER
 from slurm.config import SubmitConfig
 from slurm.submit import TEMPLATES, SubmitError, parse_job_id, plan, run
 from tests.conftest import ROOT
@@ -73,7 +74,7 @@ def test_dry_run_prints_the_full_five_fold_graph_as_argument_lists(tmp_path: Pat
 def test_extract_stages_adds_a_fourth_adapter_per_fold_and_reaches_every_job(tmp_path: Path) -> None:
     lines = dry_run(tmp_path, "extract_stages=true", "folds=[model-routing,patch-guardrails]")
     prepare, train, *evals, _ = [json.loads(line) for line in lines if line.startswith("[")]
-    ops = [*OPS, STAGES]
+    ops = [*OPS, STAGES_ADAPTER]
     at = train.index(str(TEMPLATES["train"]))
     assert train[at + 2] == ",".join(ops) and "--array=0-7" in train
     assert "extract_stages=true" in prepare

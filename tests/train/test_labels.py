@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from data.build import STAGES
+from operators.learned import STAGES_ADAPTER
 from train.config import TrainConfig, model_config
 from train.recipe import load_model, lora_config, sft_config
 
@@ -28,7 +28,7 @@ def trainer(request: pytest.FixtureRequest, small_datasets: Path, tmp_path_facto
     cfg.model = model_config(request.param)
     cfg.model.path = str(path)
     update = load_from_disk(str(small_datasets / "all" / "update"))["train"].select(range(4))
-    staged = load_from_disk(str(small_datasets / "all" / STAGES))["train"]
+    staged = load_from_disk(str(small_datasets / "all" / STAGES_ADAPTER))["train"]
     stage = [json.loads(i).get("stage") for i in staged["inputs"]]
     picks = [stage.index("select"), *[i for i, s in enumerate(stage) if s == "fill"][:2]]
     train = concatenate_datasets([update, staged.select(picks)])
