@@ -14,6 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from core.determinism import deterministic_cpu
 from data.build import ALL
 from data.names import adapters_path
 from data.publish import unready
@@ -62,16 +63,6 @@ def last_checkpoint(checkpoints: Path) -> str | None:
 def requeued() -> bool:
     """Slurm sets SLURM_RESTART_COUNT on a requeued job; such a run always resumes."""
     return int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0) > 0
-
-
-def use_every_core() -> int:
-    """Threads for a single-process CPU run: ``accelerate launch`` exports ``OMP_NUM_THREADS=1``
-    on CPU, which would leave all but one core idle. Multi-process and GPU runs are left alone."""
-    import torch
-
-    if not torch.cuda.is_available() and int(os.environ.get("WORLD_SIZE", "1")) == 1:
-        torch.set_num_threads(len(os.sched_getaffinity(0)))
-    return torch.get_num_threads()
 
 
 def prepare(cfg: TrainConfig) -> None:
@@ -236,7 +227,7 @@ def run(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[str, Any] 
 
     if cfg.prepare:
         prepare(cfg)
-    threads = use_every_core()
+    threads = deterministic_cpu()
     set_seed(cfg.seed)
     train_ds, eval_ds, data_fingerprint = load_splits(cfg)
     model, tokenizer = load_model(cfg.model)

@@ -16,6 +16,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from core.determinism import deterministic_cpu
+
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 QWEN_DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 CHAT_TEMPLATE = (
@@ -102,6 +104,7 @@ def pretrain(texts: list[str], tokenizer, spec: TinySpec, log: bool = True):  # 
     import torch
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
+    deterministic_cpu()
     torch.manual_seed(spec.seed)
     config = Qwen2Config(
         vocab_size=len(tokenizer),

@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from core.determinism import deterministic_cpu
 from operators.adapters import check_adapter
 from operators.backends import BASE, BackendError, Completion, Messages, Request
 
@@ -112,6 +113,7 @@ class HFBackend:
 
         from train.recipe import load_model
 
+        deterministic_cpu()
         for name, path in adapters.items():  # before the base: a bad adapter fails in a second
             check_adapter(name, path)
         model, tokenizer = load_model(model_cfg)

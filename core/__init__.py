@@ -1,0 +1,1 @@
+"""The lowest layer above the engine: what every package shares and none owns."""
