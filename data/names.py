@@ -1,12 +1,11 @@
 """Names that become folders under ``outputs/`` (folds, holdouts, runs, models), checked before
 any work starts: an unknown name should fail in a second, not after a build, and no name may
-climb out of ``outputs/``. The adapter layout built from them lives here too."""
+climb out of ``outputs/``."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from pathlib import Path
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
@@ -36,10 +35,3 @@ def known_names(field: str, values: Iterable[str], allowed: Iterable[str]) -> No
     allowed = list(allowed)
     if unknown := [v for v in values if v not in allowed]:
         raise ValueError(f"{field}: unknown {unknown}; expected some of {', '.join(allowed)}")
-
-
-def adapters_path(root: str | Path, model: str, fold: str, op: str | None = None) -> Path:
-    """``<root>/<model>/<fold>[/<op>]``: where train.py saves an adapter and everything else
-    looks for it (a fold's folder holds one adapter per operator)."""
-    path = Path(root) / model / fold
-    return path / op if op else path

@@ -3,8 +3,8 @@
 Moving several folders into place cannot be one atomic step. A journal, written before the
 first move and removed after the last, says a swap is under way; the next build reads it and
 puts the previous set back (``recover``) before doing anything else. So after any kill, a rerun
-starts from the old complete set and ends with the new one, never a missing fold. ``unready``
-is the one rule every consumer uses to decide that a fold must be built first.
+starts from the old complete set and ends with the new one, never a missing fold, and
+``core.layout.unready`` reads the journal as "nothing is ready".
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import os
 import shutil
 from pathlib import Path
 
-JOURNAL = ".swap-journal.json"
+from core.layout import DATASETS_JOURNAL as JOURNAL
 
 
 def _old(out: Path, name: str) -> Path:
@@ -58,31 +58,6 @@ def recover(out: Path) -> list[str]:
     for stale in [*out.glob(".*.old"), out / f"{JOURNAL}.tmp"]:
         _remove(stale)
     return restored
-
-
-def unready(datasets_dir: str | Path, folds: list[str], ops: tuple[str, ...]) -> list[str]:
-    """The folds a consumer cannot use as they stand: the one readiness rule for train.py,
-    scripts/loo.py and the Slurm submitter. A fold is ready when no swap is under way and every
-    op has its saved dataset and a test split that carries the ``inputs`` the harness replays."""
-    root = Path(datasets_dir)
-    if (root / JOURNAL).exists():
-        return list(folds)
-    return [f for f in folds if not all(_op_ready(root / f / op) for op in ops)]
-
-
-def _op_ready(folder: Path) -> bool:
-    try:
-        splits = json.loads((folder / "dataset_dict.json").read_text())["splits"]
-    except (OSError, ValueError, KeyError):
-        return False
-    if "test" not in splits:  # the training-only folds (all, synthetic)
-        return True
-    test = folder / "test.jsonl"
-    if not test.exists():
-        return False
-    with test.open(encoding="utf-8") as f:
-        first = f.readline()
-    return not first or "inputs" in json.loads(first)
 
 
 def _remove(path: Path) -> None:

@@ -11,13 +11,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from core.models import ModelConfig
 from data.build import OPS
 from data.sessions import Episode
 from eval.serve import ServeConfig, ServerFailed, VLLMServer
 from operators.backends import Backend, BackendError, Completion, Request
 from operators.backends.vllm import VLLMBackend
 from operators.learned import STAGES_ADAPTER
-from train.config import ModelConfig
 
 BACKENDS = ("hf", "vllm", "symbolic")
 

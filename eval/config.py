@@ -8,13 +8,13 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
+from core.models import ModelConfig
 from data.build import SYNTHETIC, datasets_of
 from data.names import known_names, safe_path
 from data.sources import SourcesConfig
 from eval.backend import BackendConfig
 from operators.engine import MODES
 from operators.learned import EXTRACT_MODES
-from train.config import ModelConfig
 
 
 @dataclass

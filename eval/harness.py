@@ -22,6 +22,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from core.layout import dataset_dir
 from data.build import OPS
 from data.sessions import Episode
 from eval.metrics import claim_f1
@@ -34,7 +35,7 @@ from operators.symbolic import entry_after, prompt_key, symbolic_compare, update
 
 
 def load_test(datasets_dir: Path, fold: str, op: str) -> list[dict[str, Any]]:
-    path = datasets_dir / fold / op / "test.jsonl"
+    path = dataset_dir(datasets_dir, fold, op) / "test.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"no test split at {path}; build it with: python scripts/build_data.py")
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]

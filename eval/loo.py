@@ -10,10 +10,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from core.layout import adapter_finished, adapters_path, dataset_dir, run_dir, unready
 from data.build import OPS, datasets_of
 from data.manifest import fingerprint, write_manifest
-from data.names import adapters_path
-from data.publish import unready
 from data.replay import load_trajectory
 from eval.backend import ServedBackend, open_backend
 from eval.config import LooConfig, compose_config
@@ -70,7 +69,7 @@ def ensure_adapters(cfg: LooConfig, fold: str) -> Path:
 
     for op in datasets_of(cfg.extract_stages):
         tcfg, overrides = train_config(cfg, fold, op)
-        if (adapter_dir(tcfg) / "manifest.json").exists():
+        if adapter_finished(adapter_dir(tcfg)):
             continue
         print(f"{fold}: training the {op} adapter", flush=True)
         manifest = run(tcfg, overrides)
@@ -81,7 +80,7 @@ def ensure_adapters(cfg: LooConfig, fold: str) -> Path:
 
 
 def run(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
-    out = Path(cfg.out_dir) / cfg.run
+    out = run_dir(cfg.out_dir, cfg.run)
     out.mkdir(parents=True, exist_ok=True)
     records = Records(out / "records.jsonl")
     began = time.perf_counter()
@@ -118,7 +117,7 @@ def run(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
         overrides=overrides or [],
         seed=cfg.seed,
         dataset_fingerprint=fingerprint(
-            Path(cfg.datasets_dir) / f / op / "test.jsonl" for f in cfg.folds for op in OPS
+            dataset_dir(cfg.datasets_dir, f, op) / "test.jsonl" for f in cfg.folds for op in OPS
         ),
         run={"name": cfg.run, "model": cfg.model.name, "backend": cfg.backend.kind, "folds": cfg.folds},
         adapters={

@@ -10,13 +10,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from core.layout import ADAPTER_MANIFEST
 from operators.backends import BackendError
 
 WEIGHTS = "adapter_model.safetensors"
 CONFIG = "adapter_config.json"
-FINISHED = ("manifest.json", "trainer_state.json")
-"""``train.py`` writes the manifest after everything else; a Trainer checkpoint (a learning-curve
-point) ends with its trainer state. Either one says the directory was finished."""
+FINISHED = (ADAPTER_MANIFEST, "trainer_state.json")
+"""An adapter is finished by ``core.layout``'s rule; a Trainer checkpoint (a learning-curve point)
+ends with its trainer state. Either one says the directory was finished."""
 
 
 def safetensors_problem(path: Path) -> str | None:

@@ -19,12 +19,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from core.models import model_config
 from data.replay import load_trajectory
 from data.sources import ANNOTATIONS, EXPORTS, Sources
 from eval.backend import BackendConfig, open_backend
 from operators.learned import LearnedOperators, Outcome
 from train.builds import ensure_model
-from train.config import model_config
 
 
 def timed(fn: Callable[[], list[Outcome]]) -> tuple[list[Outcome], float]:

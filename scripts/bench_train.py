@@ -57,8 +57,9 @@ def one(args: argparse.Namespace) -> dict:
     from transformers import AutoTokenizer
     from trl import SFTTrainer
 
+    from core.models import load_model
     from train.config import TrainConfig
-    from train.recipe import load_model, lora_config, peak_memory_bytes, sft_config
+    from train.recipe import lora_config, peak_memory_bytes, sft_config
 
     cfg = TrainConfig()
     cfg.op.name, cfg.op.max_length, cfg.max_steps = args.op, args.max_length, args.steps

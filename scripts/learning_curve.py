@@ -18,12 +18,12 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from core.models import ModelConfig
 from data.sources import ANNOTATIONS, EXPORTS, Sources
 from eval.harness import load_test, pair_records
 from eval.metrics import bootstrap_ci
 from operators.backends.hf import HFBackend
 from operators.learned import LearnedOperators
-from train.config import ModelConfig
 
 
 def checkpoints(adapter: Path) -> dict[int, Path | None]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from core.models import model_config
 from train.builds import ensure_model
-from train.config import model_config
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from data.names import adapters_path
+from core.layout import adapters_path
 from data.problems import DataError
 from data.replay import load_trajectory
 from eval.backend import open_backend

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 
 from hydra.core.config_store import ConfigStore
 
+from core.models import ModelConfig
 from data.names import known_names
 from data.sources import SourcesConfig
 from eval.backend import BackendConfig
-from train.config import ModelConfig
 
 STEPS = ("prepare", "train", "eval", "report")
 _MEM = re.compile(r"\d+[KMGT]?")

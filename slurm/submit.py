@@ -26,10 +26,9 @@ from typing import Any
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
+from core.layout import adapter_finished, adapters_path, run_dir, unready
 from data.build import datasets_of
 from data.config import DataConfig
-from data.names import adapters_path
-from data.publish import unready
 from eval.config import compose_config
 from slurm.config import SubmitConfig
 from train.builds import built
@@ -81,7 +80,7 @@ def missing_inputs(cfg: SubmitConfig) -> list[str]:
 
 
 def adapter_done(cfg: SubmitConfig, fold: str, op: str) -> bool:
-    return (adapters_path(cfg.adapters_dir, cfg.model.name, fold, op) / "manifest.json").exists()
+    return adapter_finished(adapters_path(cfg.adapters_dir, cfg.model.name, fold, op))
 
 
 def job_args(cfg: SubmitConfig) -> dict[str, list[str]]:
@@ -128,7 +127,7 @@ def job_args(cfg: SubmitConfig) -> dict[str, list[str]]:
             *stages,
             *cfg.eval_overrides,
         ],
-        "report": [str(Path(cfg.out_dir) / cfg.run), folds],
+        "report": [str(run_dir(cfg.out_dir, cfg.run)), folds],
     }
 
 
@@ -192,7 +191,7 @@ def plan(cfg: SubmitConfig) -> list[Job]:
     for i, fold in enumerate(cfg.folds):
         own = [("train", t) for t in tasks if t // len(ops) == i]
         jobs.append(Job(f"eval/{fold}", "eval", [i], args["eval"], own or prepare, what=f"holdout {fold}"))
-    report = Path(cfg.out_dir) / cfg.run / "report.md"
+    report = run_dir(cfg.out_dir, cfg.run) / "report.md"
     evals = [(f"eval/{fold}", None) for fold in cfg.folds]
     jobs.append(Job("report", "report", [0], args["report"], evals, what=f"merged into {report}"))
     return jobs
@@ -336,7 +335,7 @@ def record(cfg: SubmitConfig, overrides: list[str], jobs: list[Job], ids: dict[s
     """Append this submission (config, overrides, commit, job ids) to the run's history."""
     from data.manifest import git_commit
 
-    out = Path(cfg.out_dir) / cfg.run
+    out = run_dir(cfg.out_dir, cfg.run)
     out.mkdir(parents=True, exist_ok=True)
     entry = {
         "submitted_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

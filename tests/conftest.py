@@ -40,8 +40,8 @@ def tiny_model() -> Path:
 @pytest.fixture(scope="session")
 def smollm2_model() -> Path:
     """SmolLM2-135M-Instruct, built once from its pinned PyPI wheel under outputs/models/."""
+    from core.models import model_config
     from train.builds import ensure_model
-    from train.config import model_config
 
     cfg = model_config("smollm2-135m-instruct")
     cfg.path = str(ROOT / cfg.path)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from train.config import ModelConfig
+from core.models import ModelConfig
 
 
 def _tiny(out: Path, force: bool) -> Path:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from core.models import ModelConfig
 from data.build import TRAINING_FOLDS
 from data.names import known_names, safe_name
 from data.sources import SourcesConfig
@@ -22,34 +22,6 @@ class OpConfig:
     learning_rate: float = 2e-4
     per_device_batch: int = 1
     grad_accum: int = 8
-
-
-@dataclass
-class LoraSpec:
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.05
-    target_modules: list[str] = field(
-        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-    )
-
-
-@dataclass
-class ModelConfig:
-    name: str = MISSING
-    """Directory name under outputs/adapters/."""
-    path: str = MISSING
-    """Hub id or local directory; only safetensors weights are loaded, never remote code."""
-    build: str | None = None
-    """How the project builds ``path`` when it is missing (``train/builds.py``: tiny, smollm2);
-    unset: ``path`` is a hub id or a directory you provide."""
-    load_in_4bit: bool = True
-    quant_type: str = "nf4"
-    double_quant: bool = True
-    compute_dtype: str = "bfloat16"
-    attn_implementation: str = "sdpa"
-    gradient_checkpointing: bool = True
-    lora: LoraSpec = field(default_factory=LoraSpec)
 
 
 RECIPE_SFT: dict[str, Any] = {
@@ -98,20 +70,6 @@ class TrainConfig(SourcesConfig):
         if self.holdout is not None:
             names = self.sources().names()
             known_names("holdout", [self.holdout], [*names, *TRAINING_FOLDS])
-
-
-MODEL_CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "model"
-
-
-def model_config(name: str) -> ModelConfig:
-    """``configs/model/<name>.yaml`` as a typed config, for scripts that do not run under Hydra."""
-    from omegaconf import OmegaConf
-
-    path = MODEL_CONFIGS / f"{name}.yaml"
-    if not path.exists():
-        known = ", ".join(sorted(p.stem for p in MODEL_CONFIGS.glob("*.yaml")))
-        raise ValueError(f"no model config {path}; known: {known}")
-    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ModelConfig), OmegaConf.load(path)))
 
 
 ConfigStore.instance().store(name="train_schema", node=TrainConfig)

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from core.determinism import deterministic_cpu
+from core.layout import ADAPTER_MANIFEST, adapter_finished, adapters_path, dataset_dir, unready
+from core.models import load_model
 from data.build import ALL
-from data.names import adapters_path
-from data.publish import unready
 from operators.learned import STAGES_ADAPTER
 from train.builds import ensure_model
-from train.config import ModelConfig, TrainConfig
+from train.config import TrainConfig
 
 
 class AdapterExists(RuntimeError):
@@ -87,7 +87,7 @@ def prepare(cfg: TrainConfig) -> None:
 def load_splits(cfg: TrainConfig):  # -> (train, validation) datasets.Dataset
     from datasets import load_from_disk
 
-    path = Path(cfg.datasets_dir) / (cfg.holdout or ALL) / cfg.op.name
+    path = dataset_dir(cfg.datasets_dir, cfg.holdout or ALL, cfg.op.name)
     if not (path / "dataset_dict.json").exists():
         raise FileNotFoundError(f"no dataset at {path}; build it with: python scripts/build_data.py")
     dd = load_from_disk(str(path))
@@ -100,54 +100,6 @@ def load_splits(cfg: TrainConfig):  # -> (train, validation) datasets.Dataset
         validation.select_columns(keep),
         dd["train"]._fingerprint + "/" + validation._fingerprint,
     )
-
-
-def require_safetensors(path: str | Path) -> None:
-    """Refuse a local model directory without safetensors weights, naming what it holds instead:
-    a pickled checkpoint can run code when loaded, so it is never a fallback."""
-    folder = Path(path)
-    if not folder.is_dir() or any(folder.glob("*.safetensors")):
-        return
-    pickled = sorted(p.name for p in folder.iterdir() if p.suffix in (".bin", ".pt", ".pth", ".pkl"))
-    found = f" (it holds {', '.join(pickled)}: pickled weights are never loaded)" if pickled else ""
-    raise FileNotFoundError(f"{folder}: no safetensors weights{found}")
-
-
-def load_model(cfg: ModelConfig):  # -> (model, tokenizer)
-    """The base as both training and the local backend load it: safetensors only, no remote code."""
-    import torch
-    from accelerate import PartialState
-    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
-
-    dtype = getattr(torch, cfg.compute_dtype)
-    quantization = (
-        BitsAndBytesConfig(
-            load_in_4bit=True,
-            bnb_4bit_quant_type=cfg.quant_type,
-            bnb_4bit_use_double_quant=cfg.double_quant,
-            bnb_4bit_compute_dtype=dtype,
-            bnb_4bit_quant_storage=dtype,
-        )
-        if cfg.load_in_4bit
-        else None
-    )
-    # DDP: one full copy per rank, on the rank's GPU. FSDP (slurm/accelerate/fsdp_qlora.yaml)
-    # shards the model itself and needs it loaded without a device map.
-    fsdp = os.environ.get("ACCELERATE_USE_FSDP", "false").lower() in ("1", "true")
-    on_gpu = torch.cuda.is_available() and not fsdp
-    device_map = {"": PartialState().local_process_index} if on_gpu else None
-    require_safetensors(cfg.path)
-    model = AutoModelForCausalLM.from_pretrained(
-        cfg.path,
-        quantization_config=quantization,
-        dtype=dtype,
-        attn_implementation=cfg.attn_implementation,
-        device_map=device_map,
-        use_safetensors=True,
-        trust_remote_code=False,
-    )
-    tokenizer = AutoTokenizer.from_pretrained(cfg.path, trust_remote_code=False)
-    return model, tokenizer
 
 
 def sft_config(cfg: TrainConfig, checkpoints: Path):  # -> trl.SFTConfig
@@ -217,10 +169,10 @@ def run(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[str, Any] 
     from data.manifest import write_manifest
 
     out = adapter_dir(cfg)
-    if (out / "manifest.json").exists() and not cfg.overwrite:
+    if adapter_finished(out) and not cfg.overwrite:
         if requeued():  # the job was requeued after the adapter was saved: nothing is left to do
             print(f"{out} was finished before this requeue; leaving it as it is", flush=True)
-            return json.loads((out / "manifest.json").read_text())
+            return json.loads((out / ADAPTER_MANIFEST).read_text())
         raise AdapterExists(f"{out} holds a finished adapter; pass overwrite=true to train it again")
     checkpoints = out / "checkpoints"
     resume_from = last_checkpoint(checkpoints) if (cfg.resume or requeued()) else None

@@ -111,7 +111,7 @@ class HFBackend:
         """Load the base as training did (4-bit when the model config says so), then the adapters."""
         from peft import PeftModel
 
-        from train.recipe import load_model
+        from core.models import load_model
 
         deterministic_cpu()
         for name, path in adapters.items():  # before the base: a bad adapter fails in a second

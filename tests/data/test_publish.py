@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from core.layout import unready
 from data.build import OPS
 from data.config import DataConfig
 from data.pipeline import run
 from data.problems import DataError
-from data.publish import JOURNAL, recover, unready
+from data.publish import JOURNAL, recover
 from tests.conftest import ROOT
 
 KILL_AT_STEP = """

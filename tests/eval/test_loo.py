@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from core.models import ModelConfig
 from data.build import OPS
 from eval.config import LooConfig
 from eval.loo import run
 from eval.records import RecordsError, read_records
 from eval.report import METRICS, VARIANTS
 from tests.conftest import ROOT
-from train.config import ModelConfig
 
 FOLDS = ["patch-guardrails"]
 

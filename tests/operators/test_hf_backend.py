@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from core.models import ModelConfig
 from data.replay import load_trajectory
 from operators.backends import BASE, BackendError, Request
 from operators.backends.hf import HFBackend
 from operators.learned import LearnedOperators
 from operators.schemas import CompareOutput, ExtractOutput, Selection, json_schema
 from tests.conftest import shipped
-from train.config import ModelConfig
 
 pytestmark = pytest.mark.slow
 OPS = ("extract", "compare", "update")

@@ -278,8 +278,8 @@ def test_a_smollm2_adapter_from_the_recipe_loads_in_vllm_and_hf_alike(
 ) -> None:
     """The real pretrained model end to end: 2 recipe steps, then the same greedy compare
     answers from vLLM and from the hf backend on the unquantized base."""
+    from core.models import model_config
     from operators.backends.hf import HFBackend
-    from train.config import model_config
     from train.recipe import run as train
 
     overrides = [

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from core.models import load_model, model_config
 from operators.learned import STAGES_ADAPTER
-from train.config import TrainConfig, model_config
-from train.recipe import load_model, lora_config, sft_config
+from train.config import TrainConfig
+from train.recipe import lora_config, sft_config
 
 pytestmark = pytest.mark.slow
 

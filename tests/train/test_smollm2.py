@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from core.models import load_model, model_config
 from memory.example import example_claims
 from operators.prompts import compare_messages
 from train import smollm2
-from train.config import model_config
-from train.recipe import load_model
 from train.smollm2 import ModelBuildError
 
 pytestmark = pytest.mark.slow

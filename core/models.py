@@ -1,0 +1,100 @@
+"""The base model: its typed config and how it is loaded. Training and the local ``hf`` backend
+both load it from here, so neither imports the other; the Slurm and LOO configs embed the config."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omegaconf import MISSING
+
+
+@dataclass
+class LoraSpec:
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    target_modules: list[str] = field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    )
+
+
+@dataclass
+class ModelConfig:
+    name: str = MISSING
+    """Directory name under outputs/adapters/."""
+    path: str = MISSING
+    """Hub id or local directory; only safetensors weights are loaded, never remote code."""
+    build: str | None = None
+    """How the project builds ``path`` when it is missing (``train/builds.py``: tiny, smollm2);
+    unset: ``path`` is a hub id or a directory you provide."""
+    load_in_4bit: bool = True
+    quant_type: str = "nf4"
+    double_quant: bool = True
+    compute_dtype: str = "bfloat16"
+    attn_implementation: str = "sdpa"
+    gradient_checkpointing: bool = True
+    lora: LoraSpec = field(default_factory=LoraSpec)
+
+
+MODEL_CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "model"
+
+
+def model_config(name: str) -> ModelConfig:
+    """``configs/model/<name>.yaml`` as a typed config, for scripts that do not run under Hydra."""
+    from omegaconf import OmegaConf
+
+    path = MODEL_CONFIGS / f"{name}.yaml"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in MODEL_CONFIGS.glob("*.yaml")))
+        raise ValueError(f"no model config {path}; known: {known}")
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ModelConfig), OmegaConf.load(path)))
+
+
+def require_safetensors(path: str | Path) -> None:
+    """Refuse a local model directory without safetensors weights, naming what it holds instead:
+    a pickled checkpoint can run code when loaded, so it is never a fallback."""
+    folder = Path(path)
+    if not folder.is_dir() or any(folder.glob("*.safetensors")):
+        return
+    pickled = sorted(p.name for p in folder.iterdir() if p.suffix in (".bin", ".pt", ".pth", ".pkl"))
+    found = f" (it holds {', '.join(pickled)}: pickled weights are never loaded)" if pickled else ""
+    raise FileNotFoundError(f"{folder}: no safetensors weights{found}")
+
+
+def load_model(cfg: ModelConfig):  # -> (model, tokenizer)
+    """The base as both training and the local backend load it: safetensors only, no remote code."""
+    import torch
+    from accelerate import PartialState
+    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
+
+    dtype = getattr(torch, cfg.compute_dtype)
+    quantization = (
+        BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type=cfg.quant_type,
+            bnb_4bit_use_double_quant=cfg.double_quant,
+            bnb_4bit_compute_dtype=dtype,
+            bnb_4bit_quant_storage=dtype,
+        )
+        if cfg.load_in_4bit
+        else None
+    )
+    # DDP: one full copy per rank, on the rank's GPU. FSDP (slurm/accelerate/fsdp_qlora.yaml)
+    # shards the model itself and needs it loaded without a device map.
+    fsdp = os.environ.get("ACCELERATE_USE_FSDP", "false").lower() in ("1", "true")
+    on_gpu = torch.cuda.is_available() and not fsdp
+    device_map = {"": PartialState().local_process_index} if on_gpu else None
+    require_safetensors(cfg.path)
+    model = AutoModelForCausalLM.from_pretrained(
+        cfg.path,
+        quantization_config=quantization,
+        dtype=dtype,
+        attn_implementation=cfg.attn_implementation,
+        device_map=device_map,
+        use_safetensors=True,
+        trust_remote_code=False,
+    )
+    tokenizer = AutoTokenizer.from_pretrained(cfg.path, trust_remote_code=False)
+    return model, tokenizer
