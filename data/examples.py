@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from data.sessions import Episode
-from memory import ENVS, Claim, Evidence, Key, StateMemory, compare
+from memory import ENVS, Claim, Evidence, Key, compare
 from memory.evidence import EVIDENCE_TYPES, evidence_score
 from operators.learned import stage_answers
 from operators.prompts import (
@@ -101,21 +101,16 @@ def stage_examples(episode: Episode) -> list[Example]:
 
 def update_examples(episode: Episode) -> list[Example]:
     """One example per engine decision, prompted with the entry as it was just before it."""
-    mem = StateMemory()
     history: dict[Key, list[dict]] = {}
     out = []
-    for session in episode.sessions:
-        for claim in session.memory_claims():
-            prompt = update_messages(mem.entry(claim.key), claim)
-            decision = mem.apply(claim)
-            answer = completion(UpdateOutput(action=decision.action))
-            dumped = claim.model_dump(mode="json")
-            inputs = {"history": list(history.get(claim.key, [])), "claim": dumped}
-            history.setdefault(claim.key, []).append(dumped)
-            example = _example(
-                "update", episode, len(out), decision.action, prompt, answer, [session.id], inputs
-            )
-            out.append(example)
+    for session, claim, before, decision in episode.trace():
+        prompt = update_messages(before, claim)
+        answer = completion(UpdateOutput(action=decision.action))
+        dumped = claim.model_dump(mode="json")
+        inputs = {"history": list(history.get(claim.key, [])), "claim": dumped}
+        history.setdefault(claim.key, []).append(dumped)
+        example = _example("update", episode, len(out), decision.action, prompt, answer, [session.id], inputs)
+        out.append(example)
     return out
 
 
@@ -190,15 +185,9 @@ def _pair(label: str, claims: list[Claim], rng: random.Random) -> tuple[Claim, C
 
 def compare_examples(episode: Episode, rng: random.Random, per_label: int) -> list[Example]:
     """Real contradictions met during replay, then sampled pairs so every label is well covered."""
-    mem = StateMemory()
-    pairs: list[tuple[Claim, Claim]] = []
-    claims: list[Claim] = []
-    for session in episode.sessions:
-        for claim in session.memory_claims():
-            decision = mem.apply(claim)
-            if decision.previous is not None:
-                pairs.append((decision.previous, claim))
-            claims.append(claim)
+    steps = list(episode.trace())
+    pairs = [(s.decision.previous, s.claim) for s in steps if s.decision.previous is not None]
+    claims = [s.claim for s in steps]
     for label in COMPARE_LABELS:
         for _ in range(per_label):
             pair = _pair(label, claims, rng)

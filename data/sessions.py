@@ -6,13 +6,15 @@ commit trajectory. Its sessions, replayed through the engine in order, define ev
 
 from __future__ import annotations
 
+import copy
 import re
-from typing import Literal
+from collections.abc import Iterator
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory.claims import BranchName, Claim, Env, Identifier, Key, Timestamp, norm
-from memory.state import Judge, StateMemory, keep_current
+from memory.state import Decision, Entry, Judge, StateMemory, keep_current
 from operators.schemas import Catalog, ExtractedClaim, Note
 
 Source = Literal["synthetic", "trajectory"]
@@ -97,10 +99,29 @@ class Episode(BaseModel):
     sessions: tuple[Session, ...] = Field(min_length=1)
     queries: tuple[Query, ...] = ()
 
-    def replay(self, judge: Judge = keep_current) -> StateMemory:
-        """The gold state: every session's gold claims applied in order."""
-        mem = StateMemory(judge=judge)
+    def trace(self, memory: StateMemory | None = None) -> Iterator[GoldStep]:
+        """The gold replay, one step per claim: every session's gold claims written in order into
+        ``memory`` (a fresh engine by default). Every label is read off these steps: the update
+        examples, the compare examples, the symbolic oracle and the gold state."""
+        memory = StateMemory() if memory is None else memory
         for session in self.sessions:
             for claim in session.memory_claims():
-                mem.apply(claim)
-        return mem
+                before = copy.deepcopy(memory.entry(claim.key))
+                yield GoldStep(session, claim, before, memory.apply(claim))
+
+    def replay(self, judge: Judge = keep_current) -> StateMemory:
+        """The gold state: the engine once the whole trace is written."""
+        memory = StateMemory(judge=judge)
+        for _ in self.trace(memory):
+            pass
+        return memory
+
+
+class GoldStep(NamedTuple):
+    """One claim of a gold replay: the session it came from, the entry it met (a copy, as it was
+    before the claim was written; None at a new key) and what the engine decided."""
+
+    session: Session
+    claim: Claim
+    before: Entry | None
+    decision: Decision

@@ -103,7 +103,7 @@ def replay(
     before = Counter(ops.calls) if ops else Counter()
     extractions: list[Extraction] = []
     if mode == "symbolic":
-        claims = [s.memory_claims() for s in sessions]
+        decisions = [step.decision for step in episode.trace(mem)]
     else:
         assert ops is not None
         extractions = ops.extract([(s.note(), episode.catalog) for s in sessions], extract_mode)
@@ -112,6 +112,6 @@ def replay(
                 if call.error:
                     failures[call.step] += 1
         claims = [[c.to_claim(s) for c in e.claims] for s, e in zip(sessions, extractions, strict=True)]
-    decisions = [mem.apply(c) for batch in claims for c in batch]
+        decisions = [mem.apply(c) for batch in claims for c in batch]
     calls = Counter(ops.calls) - before if ops else Counter()
     return Replay(mem, decisions, extractions, calls, failures)

@@ -89,20 +89,15 @@ class SymbolicBackend:
         answers are registered along the gold replay, at the entry each claim meets.
         """
         backend = cls()
-        mem = StateMemory()
         for session in episode.sessions:
             gold = ExtractOutput(claims=list(session.claims))
             backend.remember(extract_messages(session.note(), episode.catalog), gold.model_dump_json())
             backend.remember_extraction(session.note(), episode.catalog, gold)
-            for claim in session.memory_claims():
-                entry = mem.entry(claim.key)
-                backend.remember(
-                    update_messages(entry, claim), symbolic_update(entry, claim).model_dump_json()
-                )
-                if entry is not None and entry.current is not None:
-                    answer = symbolic_compare(entry.current.as_claim(), claim).model_dump_json()
-                    backend.remember(compare_messages(entry.current.as_claim(), claim), answer)
-                mem.apply(claim)
+        for _, claim, entry, _ in episode.trace():
+            backend.remember(update_messages(entry, claim), symbolic_update(entry, claim).model_dump_json())
+            if entry is not None and entry.current is not None:
+                answer = symbolic_compare(entry.current.as_claim(), claim).model_dump_json()
+                backend.remember(compare_messages(entry.current.as_claim(), claim), answer)
         return backend
 
     def complete(self, requests: Sequence[Request]) -> list[Completion]:
