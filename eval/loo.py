@@ -46,7 +46,7 @@ def train_config(cfg: LooConfig, fold: str, op: str) -> tuple[TrainConfig, list[
     """train.py's own config for one adapter, composed from configs/train.yaml."""
     overrides = [
         f"op={op}",
-        f"holdout={fold}",
+        f"fold={fold}",
         f"model={cfg.model.name}",
         f"model.path={cfg.model.path}",
         f"datasets_dir={cfg.datasets_dir}",

@@ -35,7 +35,7 @@ def run(precision: str, args: argparse.Namespace, scratch: Path) -> dict:
     launch += ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
     overrides = [
         f"op={args.op}",
-        "holdout=synthetic",
+        "fold=synthetic",
         f"model={args.model}",
         f"datasets_dir={args.datasets_dir}",
         f"adapters_dir={scratch / precision}",

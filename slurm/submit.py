@@ -8,6 +8,9 @@ as soon as its three adapters exist; the report waits for every eval. With
 pending forever. Finished adapters are not trained again and present datasets are not rebuilt,
 so resubmitting a run picks up where it stopped.
 
+Each job gets its own config resolved: this script composes it from the entry script's config
+(train.py's for a training task, scripts/loo.py's for a fold's eval) and writes it to
+``<out_dir>/<run>/configs/``; the template hands it over with ``--config-dir``/``--config-name``.
 Every call is an argument list. A failed submission cancels what was already submitted.
 """
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -29,9 +33,10 @@ from omegaconf.errors import OmegaConfBaseException
 from core.layout import adapter_finished, adapters_path, run_dir, unready
 from data.build import datasets_of
 from data.config import DataConfig
-from eval.config import compose_config
+from eval.config import LooConfig, compose_config
 from slurm.config import SubmitConfig
 from train.builds import built
+from train.config import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = {
@@ -83,93 +88,124 @@ def adapter_done(cfg: SubmitConfig, fold: str, op: str) -> bool:
     return adapter_finished(adapters_path(cfg.adapters_dir, cfg.model.name, fold, op))
 
 
-def job_args(cfg: SubmitConfig) -> dict[str, list[str]]:
-    """The template arguments of each step: overrides for the entry script each one runs."""
+@dataclass
+class JobConfigs:
+    """Every job's own config, composed here from its entry script's config and this script's
+    settings. A job runs with it as resolved: nothing is re-parsed or sliced on the node."""
+
+    prepare: DataConfig
+    train: dict[tuple[str, str], TrainConfig]
+    """(fold, op) -> one training task's config."""
+    eval: dict[str, LooConfig]
+    """fold -> its eval job's config, scoring that fold into ``<run>/folds/<fold>``."""
+
+
+def job_configs(cfg: SubmitConfig) -> JobConfigs:
+    """Compose each job's config now, so a typo fails here and not hours into the queue, and
+    refuse model or backend settings given to this script that the jobs would not receive."""
     model = [f"model={cfg.model.name}", f"model.path={cfg.model.path}"]
     common = [f"datasets_dir={cfg.datasets_dir}", *cfg.source_overrides(), f"seed={cfg.seed}"]
-    folds = ",".join(cfg.folds)
+    stages = ["extract_stages=true"] if cfg.extract_stages else []
+    tokenizer = [f"tokenizer_dir={cfg.model.path}"] if cfg.model.build else []
+    data = [f"out_dir={cfg.datasets_dir}", *cfg.source_overrides(), f"seed={cfg.seed}", *tokenizer, *stages]
+    prepare = compose("data", [*data, "progress=false", *cfg.data_overrides], "scripts/build_data.py")
+    if unbuilt := [f for f in cfg.folds if f not in prepare.folds]:
+        raise SubmitError(f"data_overrides leave out fold(s) {', '.join(unbuilt)} that this run evaluates")
+
+    trained = [*model, *common, f"adapters_dir={cfg.adapters_dir}", "resume=true", "prepare=false"]
+    train = {
+        (fold, op): compose("train", [f"op={op}", f"fold={fold}", *trained, *cfg.train_overrides], "train.py")
+        for fold in cfg.folds
+        for op in datasets_of(cfg.extract_stages)
+    }
+    if asdict(compose("train", trained, "train.py").model) != asdict(cfg.model):
+        raise SubmitError(
+            "model settings other than model.path do not reach the training jobs; pass them as "
+            "train_overrides, e.g. 'train_overrides=[\"model.lora.r=8\"]'"
+        )
+
     serve = (
         ["backend.serve.port=0", f"backend.serve.tensor_parallel_size={max(cfg.resources.eval.gpus, 1)}"]
         if cfg.backend.kind == "vllm"
         else []
     )
-    tokenizer = [f"tokenizer_dir={cfg.model.path}"] if cfg.model.build else []
-    stages = ["extract_stages=true"] if cfg.extract_stages else []
-    ops = datasets_of(cfg.extract_stages)
-    return {
-        "prepare": [
-            cfg.model.name,
-            cfg.model.path,
-            f"out_dir={cfg.datasets_dir}",
-            *cfg.source_overrides(),
-            f"seed={cfg.seed}",
-            *tokenizer,
-            *stages,
-            *cfg.data_overrides,
-        ],
-        "train": [
-            folds,
-            ",".join(ops),
-            *model,
-            *common,
-            f"adapters_dir={cfg.adapters_dir}",
-            *cfg.train_overrides,
-        ],
-        "eval": [
-            folds,
-            cfg.run,
-            *model,
-            f"backend={cfg.backend.kind}",
-            f"adapters={Path(cfg.adapters_dir) / cfg.model.name}",  # loo.py adds each fold
-            f"out_dir={cfg.out_dir}",
-            *common,
-            *serve,
-            *stages,
-            *cfg.eval_overrides,
-        ],
-        "report": [str(run_dir(cfg.out_dir, cfg.run)), folds],
+    evaluated = [
+        *model,
+        f"backend={cfg.backend.kind}",
+        f"adapters={Path(cfg.adapters_dir) / cfg.model.name}",  # loo.py adds each fold
+        f"out_dir={cfg.out_dir}",
+        *common,
+        *serve,
+        *stages,
+        "progress=false",
+    ]
+    evals = {
+        fold: compose(
+            "loo",
+            [f"folds=[{fold}]", f"run={cfg.run}/folds/{fold}", *evaluated, *cfg.eval_overrides],
+            "scripts/loo.py",
+        )
+        for fold in cfg.folds
     }
 
-
-def validate(cfg: SubmitConfig, args: dict[str, list[str]]) -> None:
-    """Compose each job's own config now, so a typo fails here and not hours into the queue, and
-    refuse model or backend settings given to this script that the jobs would not receive."""
-    data: DataConfig = compose("data", args["prepare"][2:], "scripts/build_data.py")
-    unbuilt = [f for f in cfg.folds if f not in data.folds]
-    if unbuilt:
-        raise SubmitError(f"data_overrides leave out fold(s) {', '.join(unbuilt)} that this run evaluates")
-    train_args = args["train"][2:]
-    for op in datasets_of(cfg.extract_stages):
-        compose("train", [f"op={op}", f"holdout={cfg.folds[0]}", *train_args, "prepare=false"], "train.py")
-    eval_args = [f"folds=[{cfg.folds[0]}]", f"run={cfg.run}", *args["eval"][2:]]
-    compose("loo", eval_args, "scripts/loo.py")
-
-    # What the jobs receive from this script alone, before the user's own overrides.
-    train = compose("train", train_args[: len(train_args) - len(cfg.train_overrides)], "train.py")
-    if asdict(train.model) != asdict(cfg.model):
-        raise SubmitError(
-            "model settings other than model.path do not reach the training jobs; pass them as "
-            "train_overrides, e.g. 'train_overrides=[\"model.lora.r=8\"]'"
-        )
-    loo = compose("loo", eval_args[: len(eval_args) - len(cfg.eval_overrides)], "scripts/loo.py")
-
     def settings(backend: Any) -> dict[str, Any]:
-        per_job = {"port", "tensor_parallel_size"}  # job_args sets these for each eval job
+        per_job = {"port", "tensor_parallel_size"}  # set above for each eval job
         return {
             **asdict(backend),
             "serve": {k: v for k, v in asdict(backend.serve).items() if k not in per_job},
         }
 
-    if settings(loo.backend) != settings(cfg.backend):
+    if settings(compose("loo", evaluated, "scripts/loo.py").backend) != settings(cfg.backend):
         raise SubmitError(
             "backend settings do not reach the eval jobs; pass them as eval_overrides, "
             "e.g. 'eval_overrides=[\"backend.batch_size=16\"]'"
         )
+    return JobConfigs(prepare, train, evals)
 
 
-def plan(cfg: SubmitConfig) -> list[Job]:
+def configs_dir(cfg: SubmitConfig) -> Path:
+    return run_dir(cfg.out_dir, cfg.run).resolve() / "configs"
+
+
+def write_config(path: Path, entry: str, config: Any) -> None:
+    """The config in full, on the entry script's own config (for its Hydra settings only)."""
+    from omegaconf import OmegaConf
+
+    body = OmegaConf.to_yaml(OmegaConf.create(asdict(config)))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(f"# resolved by scripts/submit.py\ndefaults:\n  - {entry}\n  - _self_\n\n{body}")
+    tmp.replace(path)
+
+
+def write_configs(cfg: SubmitConfig, configs: JobConfigs) -> Path:
+    """``<run>/configs/``: prepare.yaml, train/<fold>/<op>.yaml and eval/<fold>.yaml, which the
+    templates hand to the entry scripts with ``--config-dir`` and ``--config-name``."""
+    root = configs_dir(cfg)
+    write_config(root / "prepare.yaml", "data", configs.prepare)
+    for (fold, op), config in configs.train.items():
+        write_config(root / "train" / fold / f"{op}.yaml", "train", config)
+    for fold, config in configs.eval.items():
+        write_config(root / "eval" / f"{fold}.yaml", "loo", config)
+    return root
+
+
+def job_args(cfg: SubmitConfig) -> dict[str, list[str]]:
+    """The template arguments of each step: where the resolved configs are, and which ones."""
+    root, folds = str(configs_dir(cfg)), ",".join(cfg.folds)
+    return {
+        "prepare": [cfg.model.name, cfg.model.path, root],
+        "train": [root, folds, ",".join(datasets_of(cfg.extract_stages))],
+        "eval": [root, folds],
+        "report": [str(run_dir(cfg.out_dir, cfg.run)), folds],
+    }
+
+
+def plan(cfg: SubmitConfig, configs: JobConfigs | None = None) -> list[Job]:
+    """The jobs still needed, in submission order; every job's config is composed first."""
+    if configs is None:
+        job_configs(cfg)
     args = job_args(cfg)
-    validate(cfg, args)
     jobs: list[Job] = []
     missing = missing_inputs(cfg)
     prepare: list[tuple[str, int | None]] = []
@@ -190,7 +226,7 @@ def plan(cfg: SubmitConfig) -> list[Job]:
         jobs.append(Job("train", "train", tasks, args["train"], prepare, what=what))
     for i, fold in enumerate(cfg.folds):
         own = [("train", t) for t in tasks if t // len(ops) == i]
-        jobs.append(Job(f"eval/{fold}", "eval", [i], args["eval"], own or prepare, what=f"holdout {fold}"))
+        jobs.append(Job(f"eval/{fold}", "eval", [i], args["eval"], own or prepare, what=f"fold {fold}"))
     report = run_dir(cfg.out_dir, cfg.run) / "report.md"
     evals = [(f"eval/{fold}", None) for fold in cfg.folds]
     jobs.append(Job("report", "report", [0], args["report"], evals, what=f"merged into {report}"))
@@ -312,8 +348,11 @@ def graph(cfg: SubmitConfig, jobs: list[Job], ids: dict[str, str]) -> str:
 
 
 def run(cfg: SubmitConfig, overrides: list[str]) -> dict[str, str]:
-    """Plan, then print the argument lists (dry run) or submit and record the submission."""
-    jobs = plan(cfg)
+    """Plan and write every job's config, then print the argument lists (dry run) or submit and
+    record the submission. A submission that fails takes its configs back with its jobs."""
+    configs = job_configs(cfg)
+    jobs = plan(cfg, configs)
+    written = write_configs(cfg, configs)
     missing = missing_inputs(cfg)
     if missing and not cfg.prepare:
         print(f"warning: prepare=false, yet missing: {', '.join(missing)}", file=sys.stderr)
@@ -323,9 +362,14 @@ def run(cfg: SubmitConfig, overrides: list[str]) -> dict[str, str]:
             print(json.dumps(sbatch_argv(cfg, job, ids)))
         print()
         print(graph(cfg, jobs, ids))
+        print(f"job configs: {written}")
         return ids
     Path(cfg.logs_dir).mkdir(parents=True, exist_ok=True)
-    ids = submit(cfg, jobs)
+    try:
+        ids = submit(cfg, jobs)
+    except SubmitError:
+        shutil.rmtree(written)
+        raise
     print(graph(cfg, jobs, ids))
     record(cfg, overrides, jobs, ids)
     return ids

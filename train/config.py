@@ -9,7 +9,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from core.models import ModelConfig
-from data.build import TRAINING_FOLDS
+from data.build import ALL, TRAINING_FOLDS
 from data.names import known_names, safe_name
 from data.sources import SourcesConfig
 
@@ -40,8 +40,11 @@ padding, cosine schedule with 5% warmup."""
 class TrainConfig(SourcesConfig):
     op: OpConfig = field(default_factory=OpConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
+    fold: str = ALL
+    """The LOO fold whose training split this adapter learns: a trajectory's name (that one held
+    out), ``synthetic`` (synthetic scenarios alone) or ``all`` (every source)."""
     holdout: str | None = None
-    """A trajectory name selects that LOO fold; unset trains on every source, saved as ``all``."""
+    """The old name of ``fold``; refused with a message that names the new one."""
     datasets_dir: str = "outputs/datasets"
     adapters_dir: str = "outputs/adapters"
     seed: int = 0
@@ -68,8 +71,8 @@ class TrainConfig(SourcesConfig):
         if self.model.name != MISSING:  # a config built in code fills the model in later
             safe_name("model.name", self.model.name)
         if self.holdout is not None:
-            names = self.sources().names()
-            known_names("holdout", [self.holdout], [*names, *TRAINING_FOLDS])
+            raise ValueError(f"holdout= is now fold=: pass fold={self.holdout}")
+        known_names("fold", [self.fold], [*self.sources().names(), *TRAINING_FOLDS])
 
 
 ConfigStore.instance().store(name="train_schema", node=TrainConfig)

@@ -17,7 +17,6 @@ from typing import Any
 from core.determinism import deterministic_cpu
 from core.layout import ADAPTER_MANIFEST, adapter_finished, adapters_path, dataset_dir, unready
 from core.models import load_model
-from data.build import ALL
 from operators.learned import STAGES_ADAPTER
 from train.builds import ensure_model
 from train.config import TrainConfig
@@ -28,7 +27,7 @@ class AdapterExists(RuntimeError):
 
 
 def adapter_dir(cfg: TrainConfig) -> Path:
-    return adapters_path(cfg.adapters_dir, cfg.model.name, cfg.holdout or ALL, cfg.op.name)
+    return adapters_path(cfg.adapters_dir, cfg.model.name, cfg.fold, cfg.op.name)
 
 
 def complete(checkpoint: Path) -> bool:
@@ -67,7 +66,7 @@ def requeued() -> bool:
 
 def prepare(cfg: TrainConfig) -> None:
     """Build what a fresh checkout lacks, through the same code the dedicated scripts run."""
-    if unready(cfg.datasets_dir, [cfg.holdout or ALL], (cfg.op.name,)):
+    if unready(cfg.datasets_dir, [cfg.fold], (cfg.op.name,)):
         from data.config import DataConfig
         from data.pipeline import run as build_data
 
@@ -87,7 +86,7 @@ def prepare(cfg: TrainConfig) -> None:
 def load_splits(cfg: TrainConfig):  # -> (train, validation) datasets.Dataset
     from datasets import load_from_disk
 
-    path = dataset_dir(cfg.datasets_dir, cfg.holdout or ALL, cfg.op.name)
+    path = dataset_dir(cfg.datasets_dir, cfg.fold, cfg.op.name)
     if not (path / "dataset_dict.json").exists():
         raise FileNotFoundError(f"no dataset at {path}; build it with: python scripts/build_data.py")
     dd = load_from_disk(str(path))

@@ -45,8 +45,9 @@ def test_unknown_key_and_bad_type_are_rejected() -> None:
     [
         ("scripts/build_data.py", "folds=[nope]", "folds: unknown ['nope']"),
         ("scripts/build_data.py", "validation_fraction=1.5", "validation_fraction=1.5"),
-        ("train.py", "holdout=nope", "holdout: unknown ['nope']"),
-        ("train.py", "holdout=../../../../escaped", "holdout: unknown"),
+        ("train.py", "fold=nope", "fold: unknown ['nope']"),
+        ("train.py", "fold=../../../../escaped", "fold: unknown"),
+        ("train.py", "holdout=patch-guardrails", "holdout= is now fold=: pass fold=patch-guardrails"),
         ("scripts/loo.py", "run=../../../escaped-run", "run='../../../escaped-run'"),
         ("scripts/loo.py", "folds=[nope]", "folds: unknown ['nope']"),
     ],

@@ -284,7 +284,7 @@ def test_a_smollm2_adapter_from_the_recipe_loads_in_vllm_and_hf_alike(
 
     overrides = [
         "op=compare",
-        "holdout=patch-guardrails",
+        "fold=patch-guardrails",
         "model=smollm2-135m-instruct",
         f"model.path={smollm2_model}",
         f"datasets_dir={small_datasets}",

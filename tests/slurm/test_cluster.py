@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from data.build import OPS
+from eval.config import compose_config
 from eval.records import read_records
+from slurm.submit import write_config
 from tests.conftest import ROOT
 from tests.slurm.cluster import Cluster, Task, array_tasks
 
@@ -158,6 +160,25 @@ def test_a_requeued_training_task_resumes_from_its_checkpoint(
     checkpoint; the restarted task resumes there and finishes."""
     tmp, _, _, _ = pipeline
     adapters = tmp_path / "adapters"
+    configs = tmp_path / "configs"
+    task = [
+        "op=update",
+        f"fold={FOLD}",
+        "model=tiny",
+        f"datasets_dir={tmp / 'datasets'}",
+        f"adapters_dir={adapters}",
+        "resume=true",
+        "prepare=false",
+        "max_steps=80",
+        "save_steps=5",
+        "eval_steps=1000",
+        "op.max_length=1024",
+        "op.per_device_batch=1",
+        "op.grad_accum=1",
+        "model.gradient_checkpointing=false",
+        "max_eval_samples=8",
+    ]
+    write_config(configs / "train" / FOLD / "update.yaml", "train", compose_config("train", task))
     argv = [
         "sbatch",
         "--parsable",
@@ -169,19 +190,9 @@ def test_a_requeued_training_task_resumes_from_its_checkpoint(
         "--mem=4G",
         f"--export=ALL,MEMOPS_ROOT={ROOT},MEMOPS_PYTHON={sys.executable}",
         str(ROOT / "slurm" / "train.sbatch"),
+        str(configs),
         FOLD,
         ",".join(OPS),  # task 2: update
-        "model=tiny",
-        f"datasets_dir={tmp / 'datasets'}",
-        f"adapters_dir={adapters}",
-        "max_steps=80",
-        "save_steps=5",
-        "eval_steps=1000",
-        "op.max_length=1024",
-        "op.per_device_batch=1",
-        "op.grad_accum=1",
-        "model.gradient_checkpointing=false",
-        "max_eval_samples=8",
     ]
     job = slurm.run(*argv).strip()
     checkpoint = adapters / "tiny" / FOLD / "update" / "checkpoints" / "checkpoint-5"

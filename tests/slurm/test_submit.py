@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from omegaconf import DictConfig, OmegaConf
 
 from data.build import OPS
 from data.sources import SHIPPED
@@ -33,11 +34,19 @@ def dry_run(tmp_path: Path, *overrides: str) -> list[str]:
         "dry_run=true",
         f"datasets_dir={tmp_path / 'ds'}",
         f"adapters_dir={tmp_path / 'ad'}",
+        f"out_dir={tmp_path / 'loo'}",
         *overrides,
     ]
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
+
+
+def resolved(configs: str, name: str) -> DictConfig:
+    """A job's config as the submitter wrote it, minus the defaults line its entry script reads."""
+    config = OmegaConf.load(Path(configs) / f"{name}.yaml")
+    assert config.pop("defaults") in (["train", "_self_"], ["loo", "_self_"], ["data", "_self_"])
+    return config
 
 
 def test_dry_run_prints_the_full_five_fold_graph_as_argument_lists(tmp_path: Path) -> None:
@@ -51,7 +60,14 @@ def test_dry_run_prints_the_full_five_fold_graph_as_argument_lists(tmp_path: Pat
 
     prepare, train, *evals, report = argvs
     at = train.index(str(TEMPLATES["train"]))
-    assert train[at + 1 : at + 3] == [",".join(SHIPPED), ",".join(OPS)]  # the op list travels with the job
+    configs = train[at + 1]
+    assert configs == str(tmp_path / "loo" / "qwen2.5-14b-instruct-vllm" / "configs")
+    assert train[at + 2 : at + 4] == [",".join(SHIPPED), ",".join(OPS)]  # the op list travels with the job
+    for fold in SHIPPED:  # each task's own config, resolved: the template only picks it
+        for op in OPS:
+            task = resolved(configs, f"train/{fold}/{op}")
+            assert (task.op.name, task.fold, task.resume, task.prepare) == (op, fold, True, False)
+            assert task.model.name == "qwen2.5-14b-instruct"
     assert opt(train, "array") == "0-14" and opt(train, "dependency") == "afterok:<prepare>"
     assert (opt(train, "gres"), opt(train, "cpus-per-task"), opt(train, "mem")) == ("gpu:1", "16", "96G")
     assert opt(prepare, "gres") == "none" and opt(prepare, "dependency") is None
@@ -60,7 +76,10 @@ def test_dry_run_prints_the_full_five_fold_graph_as_argument_lists(tmp_path: Pat
         own = ":".join(f"<train>_{3 * i + j}" for j in range(3))
         assert opt(argv, "dependency") == f"afterok:{own}"
         assert "--kill-on-invalid-dep=yes" in argv
-        assert "backend=vllm" in argv and "backend.serve.port=0" in argv
+        assert argv[-2:] == [configs, ",".join(SHIPPED)]
+        job = resolved(configs, f"eval/{SHIPPED[i]}")
+        assert (job.folds, job.run) == ([SHIPPED[i]], f"qwen2.5-14b-instruct-vllm/folds/{SHIPPED[i]}")
+        assert (job.backend.kind, job.backend.serve.port, job.progress) == ("vllm", 0, False)
     folds = ":".join(f"<eval/{f}>" for f in SHIPPED)
     assert opt(report, "dependency") == f"afterok:{folds}"
     for argv in argvs:
@@ -76,10 +95,12 @@ def test_extract_stages_adds_a_fourth_adapter_per_fold_and_reaches_every_job(tmp
     prepare, train, *evals, _ = [json.loads(line) for line in lines if line.startswith("[")]
     ops = [*OPS, STAGES_ADAPTER]
     at = train.index(str(TEMPLATES["train"]))
-    assert train[at + 2] == ",".join(ops) and "--array=0-7" in train
-    assert "extract_stages=true" in prepare
+    configs = train[at + 1]
+    assert train[at + 3] == ",".join(ops) and "--array=0-7" in train
+    assert prepare[-1] == configs and resolved(configs, "prepare").extract_stages is True
+    assert resolved(configs, f"train/patch-guardrails/{STAGES_ADAPTER}").op.name == STAGES_ADAPTER
     for i, argv in enumerate(evals):  # fold i waits for its own four adapters
-        assert "extract_stages=true" in argv
+        assert resolved(configs, f"eval/{['model-routing', 'patch-guardrails'][i]}").extract_stages is True
         own = ":".join(f"<train>_{4 * i + j}" for j in range(4))
         assert f"--dependency=afterok:{own}" in argv
 
@@ -87,10 +108,10 @@ def test_extract_stages_adds_a_fourth_adapter_per_fold_and_reaches_every_job(tmp
 def test_cpu_profile_runs_the_tiny_model_on_the_local_backend_without_gpus(tmp_path: Path) -> None:
     argvs = [json.loads(x) for x in dry_run(tmp_path, "profile=cpu", "folds=[model-routing]") if x[:1] == "["]
     assert all("--gres=none" in a for a in argvs)
-    eval_argv = argvs[2]
-    assert "model=tiny" in eval_argv and "backend=hf" in eval_argv
-    assert not any(a.startswith("backend.serve") for a in eval_argv)
-    assert "max_steps=30" in argvs[1]  # the demo's short training
+    configs = argvs[2][-2]
+    job = resolved(configs, "eval/model-routing")
+    assert (job.model.name, job.backend.kind) == ("tiny", "hf")
+    assert resolved(configs, "train/model-routing/compare").max_steps == 30  # the demo's short training
 
 
 def test_finished_adapters_and_present_datasets_are_not_redone(tmp_path: Path) -> None:
@@ -138,7 +159,8 @@ def test_a_missing_sbatch_is_named_and_nothing_is_submitted(
     cfg = config(tmp_path, f"sbatch={tmp_path / 'bin' / 'sbatch'}", f"out_dir={tmp_path / 'loo'}")
     with pytest.raises(SubmitError, match=r"bin/sbatch not found(.|\n)*nothing had been submitted"):
         run(cfg, [])
-    assert not (tmp_path / "loo").exists()
+    run_dir = tmp_path / "loo" / cfg.run
+    assert not (run_dir / "configs").exists() and not (run_dir / "submissions.jsonl").exists()
 
 
 @pytest.mark.parametrize(("stdout", "job"), [("4242\n", "4242"), ("4242;lab\n", "4242")])
