@@ -10,23 +10,23 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from core.layout import adapter_finished, adapters_path, dataset_dir, run_dir, unready
-from data.build import OPS, datasets_of
+from core.layout import adapters_path, dataset_dir, run_dir
+from data.build import OPS
 from data.manifest import fingerprint, write_manifest
 from data.replay import load_trajectory
 from eval.backend import ServedBackend, open_backend
 from eval.config import LooConfig, compose_config
 from eval.harness import load_test, replay_fold, score_fold
+from eval.plan import steps
 from eval.records import Records
 from eval.report import build_report
 from operators.learned import LearnedOperators
 from operators.symbolic import SymbolicBackend
+from train.builds import ensure_model
 from train.config import TrainConfig
 
 
-def ensure_datasets(cfg: LooConfig) -> None:
-    if not unready(cfg.datasets_dir, cfg.folds, datasets_of(cfg.extract_stages)):
-        return
+def build_datasets(cfg: LooConfig) -> None:
     from data.config import DataConfig
     from data.pipeline import run as build_data
 
@@ -60,23 +60,23 @@ def train_config(cfg: LooConfig, fold: str, op: str) -> tuple[TrainConfig, list[
     return compose_config("train", overrides), overrides
 
 
-def ensure_adapters(cfg: LooConfig, fold: str) -> Path:
-    """The adapters that evaluate ``fold``: its own, or the shared ``adapters_fold``'s."""
-    fold = cfg.adapters_fold or fold
-    if cfg.adapters:
-        return Path(cfg.adapters) / fold
-    from train.recipe import adapter_dir, run
+def train_adapters(cfg: LooConfig, fold: str, ops: list[str]) -> None:
+    from train.recipe import run
 
-    for op in datasets_of(cfg.extract_stages):
-        tcfg, overrides = train_config(cfg, fold, op)
-        if adapter_finished(adapter_dir(tcfg)):
-            continue
+    for op in ops:
         print(f"{fold}: training the {op} adapter", flush=True)
-        manifest = run(tcfg, overrides)
+        manifest = run(*train_config(cfg, fold, op))
         print(
             f"{fold}: {op} adapter: eval loss {manifest['eval_loss']:.4f}, {manifest['wall_seconds']:.0f} s"
         )
-    return adapters_path(cfg.adapters_dir, cfg.model.name, fold)
+
+
+def adapters_of(cfg: LooConfig, fold: str) -> Path:
+    """The adapters that evaluate ``fold``: its own, or the shared ``adapters_fold``'s."""
+    fold = cfg.adapters_fold or fold
+    return (
+        Path(cfg.adapters) / fold if cfg.adapters else adapters_path(cfg.adapters_dir, cfg.model.name, fold)
+    )
 
 
 def run(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
@@ -84,13 +84,20 @@ def run(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     records = Records(out / "records.jsonl")
     began = time.perf_counter()
-    ensure_datasets(cfg)
+    plan = steps(cfg, cfg.adapters_fold, trains=not cfg.adapters and cfg.backend.kind != "symbolic")
+    if plan.unbuilt:
+        build_datasets(cfg)
+    if plan.base_missing and cfg.backend.kind != "symbolic":
+        ensure_model(cfg.model)
     serving: dict[str, Any] = {}
     # One backend per set of adapters: each fold's own, or one for every fold when they share
     # the adapters of ``adapters_fold`` (a single vLLM server then serves the whole run).
     for folds in [cfg.folds] if cfg.adapters_fold else [[f] for f in cfg.folds]:
         episodes = {f: load_trajectory(f, cfg.sources()) for f in folds}
-        adapters = ensure_adapters(cfg, folds[0]) if cfg.backend.kind != "symbolic" else None
+        adapters = None
+        if cfg.backend.kind != "symbolic":
+            train_adapters(cfg, cfg.adapters_fold or folds[0], plan.trains(cfg.adapters_fold or folds[0]))
+            adapters = adapters_of(cfg, folds[0])
         name = cfg.adapters_fold or folds[0]
         log = out / "logs" / f"serve-{name}.log"
         with open_backend(cfg.backend, cfg.model, adapters, list(episodes.values()), log) as backend:
@@ -120,14 +127,7 @@ def run(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
             dataset_dir(cfg.datasets_dir, f, op) / "test.jsonl" for f in cfg.folds for op in OPS
         ),
         run={"name": cfg.run, "model": cfg.model.name, "backend": cfg.backend.kind, "folds": cfg.folds},
-        adapters={
-            f: str(
-                Path(cfg.adapters) / (cfg.adapters_fold or f)
-                if cfg.adapters
-                else adapters_path(cfg.adapters_dir, cfg.model.name, cfg.adapters_fold or f)
-            )
-            for f in cfg.folds
-        },
+        adapters={f: str(adapters_of(cfg, f)) for f in cfg.folds},
         serving=serving,
         records=len(records.records),
         wall_seconds=round(time.perf_counter() - began, 1),

@@ -30,12 +30,12 @@ from typing import Any
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
-from core.layout import adapter_finished, adapters_path, run_dir, unready
+from core.layout import run_dir
 from data.build import datasets_of
 from data.config import DataConfig
 from eval.config import LooConfig, compose_config
+from eval.plan import steps
 from slurm.config import SubmitConfig
-from train.builds import built
 from train.config import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,21 +71,6 @@ def compose(name: str, overrides: list[str], where: str) -> Any:
         return compose_config(name, overrides)
     except (HydraException, OmegaConfBaseException, ValueError) as exc:
         raise SubmitError(f"{where} would not start: {exc}") from exc
-
-
-def missing_inputs(cfg: SubmitConfig) -> list[str]:
-    """What the prepare job would build: the datasets, and the base when the project builds it."""
-    missing = []
-    folds = unready(cfg.datasets_dir, cfg.folds, datasets_of(cfg.extract_stages))
-    if folds:
-        missing.append(f"datasets ({len(folds)} fold(s) missing)")
-    if cfg.model.build and not built(cfg.model.path):
-        missing.append(f"the {cfg.model.name} model at {cfg.model.path}")
-    return missing
-
-
-def adapter_done(cfg: SubmitConfig, fold: str, op: str) -> bool:
-    return adapter_finished(adapters_path(cfg.adapters_dir, cfg.model.name, fold, op))
 
 
 @dataclass
@@ -207,18 +192,14 @@ def plan(cfg: SubmitConfig, configs: JobConfigs | None = None) -> list[Job]:
         job_configs(cfg)
     args = job_args(cfg)
     jobs: list[Job] = []
-    missing = missing_inputs(cfg)
+    planned = steps(cfg)
+    missing = planned.missing(cfg.model)
     prepare: list[tuple[str, int | None]] = []
     if missing and cfg.prepare:
         jobs.append(Job("prepare", "prepare", [0], args["prepare"], what="build " + ", ".join(missing)))
         prepare = [("prepare", None)]
-    ops = datasets_of(cfg.extract_stages)
-    tasks = [
-        i * len(ops) + j
-        for i, fold in enumerate(cfg.folds)
-        for j, op in enumerate(ops)
-        if not adapter_done(cfg, fold, op)
-    ]
+    ops = planned.ops
+    tasks = [cfg.folds.index(fold) * len(ops) + ops.index(op) for fold, op in planned.untrained]
     if tasks:
         what = ", ".join(f"{cfg.folds[t // len(ops)]}/{ops[t % len(ops)]}" for t in tasks)
         if len(tasks) == len(cfg.folds) * len(ops):
@@ -353,7 +334,7 @@ def run(cfg: SubmitConfig, overrides: list[str]) -> dict[str, str]:
     configs = job_configs(cfg)
     jobs = plan(cfg, configs)
     written = write_configs(cfg, configs)
-    missing = missing_inputs(cfg)
+    missing = steps(cfg).missing(cfg.model)
     if missing and not cfg.prepare:
         print(f"warning: prepare=false, yet missing: {', '.join(missing)}", file=sys.stderr)
     if cfg.dry_run:
