@@ -20,8 +20,8 @@ from typing import Any
 
 from tqdm import tqdm
 
+from core.sessions import Episode
 from data.examples import Example, compare_examples, extract_examples, stage_examples, update_examples
-from data.sessions import Episode
 from operators.learned import STAGES_ADAPTER
 
 OPS: tuple[str, ...] = ("extract", "compare", "update")

@@ -12,7 +12,7 @@ import random
 from datetime import timedelta
 from typing import Any
 
-from data.sessions import Episode
+from core.sessions import Episode
 from memory import ENVS, Claim, Evidence, Key, compare
 from memory.evidence import EVIDENCE_TYPES, evidence_score
 from operators.learned import stage_answers

@@ -16,13 +16,13 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
+from core.sessions import Episode
 from data.build import TRAINING_FOLDS, build_folds, build_pool, card, card_markdown
 from data.config import DataConfig
 from data.problems import DataError, Problem
 from data.publish import publish, recover
 from data.replay import load_trajectories
 from data.scenarios.generate import scenarios
-from data.sessions import Episode
 from data.sources import Sources
 from memory.reader import answer
 

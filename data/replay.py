@@ -15,11 +15,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from core.records import Catalog, CatalogEntry, ExtractedClaim
+from core.sessions import Episode, Query, Session
 from data.problems import DataError, Problem, decode, from_validation, line_of, yaml_with_lines
-from data.sessions import Episode, Query, Session
 from data.sources import Sources
 from memory.claims import Timestamp
-from operators.schemas import Catalog, CatalogEntry, ExtractedClaim
 
 BODY_CHARS = 240
 FILE_HINTS = 4

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.models import ModelConfig
+from core.sessions import Episode
 from data.build import OPS
-from data.sessions import Episode
 from eval.serve import ServeConfig, ServerFailed, VLLMServer
 from operators.backends import Backend, BackendError, Completion, Request
 from operators.backends.vllm import VLLMBackend

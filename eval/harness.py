@@ -23,8 +23,8 @@ from typing import Any
 from tqdm import tqdm
 
 from core.layout import dataset_dir
+from core.sessions import Episode
 from data.build import OPS
-from data.sessions import Episode
 from eval.metrics import claim_f1
 from eval.records import Record, Records
 from memory.claims import Claim, norm

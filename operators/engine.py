@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
-from data.sessions import Episode
+from core.sessions import Episode
 from memory.claims import Claim
 from memory.compare import Winner
 from memory.state import Action, Decision, Entry, StateMemory

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from core.records import MAX_VALUE_CHARS, Catalog, ExtractedClaim, Note
 from memory.claims import Claim
 from memory.state import Entry
 from operators.backends import BASE, Backend, Messages, Request
@@ -28,12 +29,8 @@ from operators.prompts import (
 )
 from operators.schemas import (
     MAX_PAIRS,
-    MAX_VALUE_CHARS,
-    Catalog,
     CompareOutput,
-    ExtractedClaim,
     ExtractOutput,
-    Note,
     Selection,
     UpdateOutput,
     fill_model,

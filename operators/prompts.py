@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from core.records import Catalog, Note
 from memory.claims import Claim
 from memory.lines import escape_line
 from memory.state import Entry
-from operators.schemas import Catalog, Note
 
 Messages = list[dict[str, str]]
 

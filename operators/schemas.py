@@ -1,4 +1,4 @@
-"""Operator I/O schemas: what a note and a catalog look like, and what each operator returns.
+"""Operator I/O schemas: what each operator returns, on the shared records of ``core.records``.
 
 The same pydantic models validate gold annotations, render training completions, produce the
 JSON schemas that constrain decoding, and parse model output at inference.
@@ -12,74 +12,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
-from memory.claims import BranchName, Claim, Env, Identifier, Timestamp
+from core.records import ExtractedClaim, Note
 from memory.compare import Relation, Winner
-from memory.evidence import EVIDENCE_TYPES, Evidence
-from memory.lines import OneLine
 from memory.state import Action
 
-EvidenceType = Literal[EVIDENCE_TYPES]  # type: ignore[valid-type]
 MAX_CLAIMS = 8
-MAX_VALUE_CHARS = 160
 MAX_PAIRS = 6
 """Stage 1 of the two-stage extractor selects at most this many catalog pairs."""
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Note(_Strict):
-    """A session note as a reader sees it; commit, date, id and files become claim provenance."""
-
-    id: str = Field(min_length=1)
-    at: Timestamp
-    commit: str | None = None
-    title: OneLine
-    text: str
-    files: tuple[OneLine, ...] = ()
-
-
-class CatalogEntry(_Strict):
-    entity: Identifier
-    slot: Identifier
-    description: str = Field(min_length=1)
-
-    @property
-    def pair(self) -> str:
-        return f"{self.entity}.{self.slot}"
-
-
-class Catalog(_Strict):
-    """The tracked ``(entity, slot)`` pairs: the vocabulary an extractor may use."""
-
-    name: str
-    entries: tuple[CatalogEntry, ...]
-
-    def pairs(self) -> list[str]:
-        return [e.pair for e in self.entries]
-
-
-class ExtractedClaim(_Strict):
-    """A claim as the extractor emits it: no provenance, which is copied from the note."""
-
-    entity: Identifier
-    slot: Identifier
-    value: OneLine = Field(min_length=1, max_length=MAX_VALUE_CHARS)
-    branch: BranchName = "main"
-    env: Env = "production"
-    evidence_type: EvidenceType
-
-    def to_claim(self, note: Note) -> Claim:
-        return Claim(
-            entity=self.entity,
-            slot=self.slot,
-            value=self.value,
-            branch=self.branch,
-            env=self.env,
-            evidence=Evidence(type=self.evidence_type, commit=note.commit, source=note.id, files=note.files),
-            at=note.at,
-        )
 
 
 class ExtractOutput(_Strict):
@@ -197,14 +140,8 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
 __all__ = [
     "MAX_CLAIMS",
     "MAX_PAIRS",
-    "MAX_VALUE_CHARS",
-    "Catalog",
-    "CatalogEntry",
     "CompareOutput",
-    "EvidenceType",
     "ExtractOutput",
-    "ExtractedClaim",
-    "Note",
     "Selection",
     "UpdateOutput",
     "fill_model",

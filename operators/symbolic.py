@@ -13,7 +13,8 @@ import json
 import time
 from collections.abc import Iterable, Sequence
 
-from data.sessions import Episode
+from core.records import Catalog, Note
+from core.sessions import Episode
 from memory.claims import Claim
 from memory.compare import compare
 from memory.state import Entry, StateMemory, rule
@@ -26,7 +27,7 @@ from operators.prompts import (
     select_messages,
     update_messages,
 )
-from operators.schemas import Catalog, CompareOutput, ExtractOutput, Note, UpdateOutput
+from operators.schemas import CompareOutput, ExtractOutput, UpdateOutput
 
 
 def symbolic_compare(first: Claim, second: Claim) -> CompareOutput:

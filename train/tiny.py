@@ -156,6 +156,8 @@ def spec_key(spec: TinySpec) -> str:
         "data/scenarios/generate.py",
         "data/scenarios/phrasing.py",
         "data/scenarios/catalog.py",
+        "core/records.py",
+        "core/sessions.py",
         "operators/prompts.py",
         "operators/schemas.py",
     ):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from operators.schemas import Catalog, CatalogEntry
+from core.records import Catalog, CatalogEntry
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,11 @@ import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+from core.records import ExtractedClaim
+from core.sessions import Episode, Query, QueryTarget, Session
 from data.scenarios.catalog import SLOTS, SYNTHETIC_CATALOG, Slot
 from data.scenarios.phrasing import TITLES, distractor, scope_phrase, sentence
-from data.sessions import Episode, Query, QueryTarget, Session
 from memory import StateMemory, norm
-from operators.schemas import ExtractedClaim
 
 FAMILIES: tuple[str, ...] = ("authority-overwrite", "scope-divergence", "incident-timeline")
 NOISE = "long-noise"

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from core.sessions import Query
 from data.problems import DataError
 from data.replay import load_trajectories, load_trajectory, read_export
-from data.sessions import Query
 from data.sources import SHIPPED, Sources
 from tests.conftest import SHIPPED_ANNOTATIONS, shipped
 

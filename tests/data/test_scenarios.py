@@ -6,10 +6,10 @@ from collections import Counter
 
 import pytest
 
+from core.sessions import QUERY_TYPES, Episode
 from data.scenarios.catalog import SLOTS, SYNTHETIC_CATALOG
 from data.scenarios.generate import FAMILIES, scenario, scenarios
 from data.scenarios.phrasing import TEMPLATES
-from data.sessions import QUERY_TYPES, Episode
 from memory import EVIDENCE_TYPES, StateMemory, norm
 from memory.reader import answer
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from core.sessions import Episode
 from data.build import LeakageError, Pool, build_folds, build_pool, mix_stages
 from data.examples import extract_examples, stage_examples
 from data.replay import load_trajectory
 from data.scenarios.generate import scenarios
-from data.sessions import Episode
 from operators.backends import Completion, Request
 from operators.learned import STAGES_ADAPTER, LearnedOperators
 from tests.conftest import shipped

@@ -13,9 +13,9 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.records import Catalog, ExtractedClaim, Note
 from memory.claims import BranchName, Claim, Env, Identifier, Key, Timestamp, norm
 from memory.state import Decision, Entry, Judge, StateMemory, keep_current
-from operators.schemas import Catalog, ExtractedClaim, Note
 
 Source = Literal["synthetic", "trajectory"]
 QueryType = Literal["current-state", "scoped-state", "provenance", "temporal", "stale-suppression"]
