@@ -50,7 +50,7 @@ demo: venv
 
 # The symbolic engine alone, on a built-in history.
 engine-demo: venv
-	$(BIN)/python scripts/demo.py
+	$(BIN)/python scripts/engine_demo.py
 
 bench: venv
 	$(BIN)/python scripts/bench_engine.py

@@ -20,8 +20,10 @@ from operators.learned import EXTRACT_MODES
 @dataclass
 class ReplayConfig(SourcesConfig):
     trajectory: str = "patch-guardrails"
-    operators: str = "symbolic"
-    """symbolic | learned | hybrid."""
+    engine: str = "symbolic"
+    """Which operators drive the engine: symbolic | learned | hybrid (``operators.engine.MODES``)."""
+    operators: str | None = None
+    """The old name of ``engine``; refused with a message that names the new one."""
     extract: str = "direct"
     """direct | two-stage | two-stage-trained (needs an ``extract-stages`` adapter)."""
     backend: BackendConfig = field(default_factory=BackendConfig)
@@ -33,8 +35,10 @@ class ReplayConfig(SourcesConfig):
 
     def __post_init__(self) -> None:
         known_names("trajectory", [self.trajectory], self.sources().names())
-        if self.operators not in MODES:
-            raise ValueError(f"operators={self.operators!r}; expected one of {', '.join(MODES)}")
+        if self.operators is not None:
+            raise ValueError(f"operators= is now engine=: pass engine={self.operators}")
+        if self.engine not in MODES:
+            raise ValueError(f"engine={self.engine!r}; expected one of {', '.join(MODES)}")
         if self.extract not in EXTRACT_MODES:
             raise ValueError(f"extract={self.extract!r}; expected one of {', '.join(EXTRACT_MODES)}")
 

@@ -84,7 +84,7 @@ def memory_for(mode: Mode, ops: LearnedOperators | None, failures: Counter[str])
     if mode == "symbolic":
         return StateMemory()
     if ops is None:
-        raise ValueError(f"operators={mode} needs learned operators (a backend)")
+        raise ValueError(f"engine={mode} needs learned operators (a backend)")
     if mode == "learned":
         return StateMemory(decide=LearnedDecide(ops, failures))
     return StateMemory(judge=LearnedJudge(ops, failures))

@@ -1,6 +1,6 @@
 """Replay a trajectory through the engine with injected operators and print the memory.
 
-python scripts/replay.py trajectory=patch-guardrails operators=learned backend=hf model=tiny adapters=<dir>
+python scripts/replay.py trajectory=patch-guardrails engine=learned backend=hf model=tiny adapters=<dir>
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ def main(raw: DictConfig) -> None:
     cfg: ReplayConfig = OmegaConf.to_object(raw)
     try:
         episode = load_trajectory(cfg.trajectory, cfg.sources())
-        if cfg.operators == "symbolic":
+        if cfg.engine == "symbolic":
             result = replay(episode)
         else:
             adapters = cfg.adapters or adapters_path(cfg.adapters_dir, cfg.model.name, cfg.trajectory)
             log = Path("outputs") / "logs" / f"serve-{cfg.trajectory}.log"
             with open_backend(cfg.backend, cfg.model, adapters, [episode], log) as backend:
-                result = replay(episode, cfg.operators, LearnedOperators(backend), cfg.extract)
+                result = replay(episode, cfg.engine, LearnedOperators(backend), cfg.extract)
     except (DataError, BackendError) as exc:
         print(exc, file=sys.stderr)
         sys.exit(1)
@@ -44,9 +44,7 @@ def main(raw: DictConfig) -> None:
         f"({claims} in gold), {len(result.memory)} keys"
     )
     calls = ", ".join(f"{k} {v}" for k, v in sorted(result.calls.items())) or "none"
-    print(
-        f"operator calls ({cfg.operators}, {cfg.extract} extraction): {calls}; total {result.calls.total()}"
-    )
+    print(f"operator calls ({cfg.engine}, {cfg.extract} extraction): {calls}; total {result.calls.total()}")
     if result.failures:
         print("unparsable answers: " + ", ".join(f"{k} {v}" for k, v in sorted(result.failures.items())))
 
