@@ -70,19 +70,16 @@ def small_datasets(tmp_path_factory: pytest.TempPathFactory, export_dir: Path) -
     return out
 
 
-QUICK_TRAIN = [
-    "model=tiny",
-    "max_steps=3",
-    "op.max_length=1024",
-    "op.per_device_batch=1",
-    "op.grad_accum=1",
-    "model.gradient_checkpointing=false",
-    "max_eval_samples=8",
-    "eval_steps=1000",
-    "save_steps=1000",
-    "prepare=false",
-]
-"""A few optimizer steps per adapter: real adapters from the real recipe, in seconds."""
+def cpu_recipe() -> list[str]:
+    """The CPU training recipe as make demo and the Slurm CPU profile compose it: written once,
+    in configs/recipe/cpu.yaml."""
+    from omegaconf import OmegaConf
+
+    return list(OmegaConf.load(ROOT / "configs" / "recipe" / "cpu.yaml").train_overrides)
+
+
+QUICK_TRAIN = ["model=tiny", *cpu_recipe(), "max_steps=3", "max_eval_samples=8", "prepare=false"]
+"""The CPU recipe cut to a few optimizer steps: real adapters from the real recipe, in seconds."""
 
 
 @pytest.fixture(scope="session")
@@ -101,7 +98,7 @@ def trained_adapters(
         for op in datasets_of(stages=True):
             overrides = [
                 f"op={op}",
-                "holdout=patch-guardrails",
+                "fold=patch-guardrails",
                 f"model.path={tiny_model}",
                 f"datasets_dir={small_datasets}",
                 f"adapters_dir={root}",
