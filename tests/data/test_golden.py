@@ -1,0 +1,34 @@
+"""The default build, byte for byte: every JSONL the pipeline writes with the defaults that make
+demo uses (seed 0, the shipped trajectories, the stage examples) has the sha256 recorded in
+tests/fixtures/datasets.sha256. A change that moves any example fails here; one that means to
+regenerates the file (`sha256sum` of each JSONL, paths relative to the datasets folder)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from data.config import DataConfig
+from data.pipeline import run
+from tests.conftest import ROOT
+
+GOLDEN = ROOT / "tests" / "fixtures" / "datasets.sha256"
+
+
+def test_the_default_build_is_byte_identical_to_the_recorded_one(tmp_path: Path, export_dir: Path) -> None:
+    cfg = DataConfig(
+        out_dir=str(tmp_path),
+        exports=[str(export_dir)],
+        extract_stages=True,
+        tokenizer_dir=str(tmp_path / "no-tokenizer"),  # the card's token counts only
+        progress=False,
+    )
+    run(cfg)
+    got = {
+        str(p.relative_to(tmp_path)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(tmp_path.rglob("*.jsonl"))
+    }
+    want = {path: digest for digest, path in (line.split() for line in GOLDEN.read_text().splitlines())}
+    assert len(want) == 71
+    changed = sorted(p for p in want.keys() | got.keys() if want.get(p) != got.get(p))
+    assert not changed, f"{len(changed)} of {len(want)} files differ, e.g. {changed[:5]}"
