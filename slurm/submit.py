@@ -164,14 +164,16 @@ def write_config(path: Path, entry: str, config: Any) -> None:
 
 
 def write_configs(cfg: SubmitConfig, configs: JobConfigs) -> Path:
-    """``<run>/configs/``: prepare.yaml, train/<fold>/<op>.yaml and eval/<fold>.yaml, which the
-    templates hand to the entry scripts with ``--config-dir`` and ``--config-name``."""
+    """``<run>/configs/``: prepare.yaml, train/<fold>/<op>.yaml and eval/<fold>/job.yaml, which
+    the templates hand to the entry scripts with ``--config-dir`` and ``--config-name``. Hydra
+    searches configs/ before ``--config-dir``, so no file is named after a fold: a trajectory
+    called ``loo`` would otherwise get configs/loo.yaml."""
     root = configs_dir(cfg)
     write_config(root / "prepare.yaml", "data", configs.prepare)
     for (fold, op), config in configs.train.items():
         write_config(root / "train" / fold / f"{op}.yaml", "train", config)
     for fold, config in configs.eval.items():
-        write_config(root / "eval" / f"{fold}.yaml", "loo", config)
+        write_config(root / "eval" / fold / "job.yaml", "loo", config)
     return root
 
 

@@ -77,7 +77,7 @@ def test_dry_run_prints_the_full_five_fold_graph_as_argument_lists(tmp_path: Pat
         assert opt(argv, "dependency") == f"afterok:{own}"
         assert "--kill-on-invalid-dep=yes" in argv
         assert argv[-2:] == [configs, ",".join(SHIPPED)]
-        job = resolved(configs, f"eval/{SHIPPED[i]}")
+        job = resolved(configs, f"eval/{SHIPPED[i]}/job")
         assert (job.folds, job.run) == ([SHIPPED[i]], f"qwen2.5-14b-instruct-vllm/folds/{SHIPPED[i]}")
         assert (job.backend.kind, job.backend.serve.port, job.progress) == ("vllm", 0, False)
     folds = ":".join(f"<eval/{f}>" for f in SHIPPED)
@@ -99,8 +99,8 @@ def test_extract_stages_adds_a_fourth_adapter_per_fold_and_reaches_every_job(tmp
     assert train[at + 3] == ",".join(ops) and "--array=0-7" in train
     assert prepare[-1] == configs and resolved(configs, "prepare").extract_stages is True
     assert resolved(configs, f"train/patch-guardrails/{STAGES_ADAPTER}").op.name == STAGES_ADAPTER
-    for i, argv in enumerate(evals):  # fold i waits for its own four adapters
-        assert resolved(configs, f"eval/{['model-routing', 'patch-guardrails'][i]}").extract_stages is True
+    for i, (fold, argv) in enumerate(zip(["model-routing", "patch-guardrails"], evals, strict=True)):
+        assert resolved(configs, f"eval/{fold}/job").extract_stages is True  # fold i waits for its 4 adapters
         own = ":".join(f"<train>_{4 * i + j}" for j in range(4))
         assert f"--dependency=afterok:{own}" in argv
 
@@ -109,7 +109,7 @@ def test_cpu_profile_runs_the_tiny_model_on_the_local_backend_without_gpus(tmp_p
     argvs = [json.loads(x) for x in dry_run(tmp_path, "profile=cpu", "folds=[model-routing]") if x[:1] == "["]
     assert all("--gres=none" in a for a in argvs)
     configs = argvs[2][-2]
-    job = resolved(configs, "eval/model-routing")
+    job = resolved(configs, "eval/model-routing/job")
     assert (job.model.name, job.backend.kind) == ("tiny", "hf")
     assert resolved(configs, "train/model-routing/compare").max_steps == 30  # the demo's short training
 
