@@ -13,14 +13,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from data.problems import DataError
 from train.config import TrainConfig  # importing it registers the schema with Hydra
-from train.recipe import AdapterExists, run
+from train.recipe import AdapterExists, train_adapter
 
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="train")
 def main(raw: DictConfig) -> None:
     cfg: TrainConfig = OmegaConf.to_object(raw)
     try:
-        manifest = run(cfg, overrides=list(HydraConfig.get().overrides.task))
+        manifest = train_adapter(cfg, overrides=list(HydraConfig.get().overrides.task))
     except (AdapterExists, FileNotFoundError, DataError) as exc:
         print(f"train.py: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -115,7 +115,7 @@ def check_partial_rebuild(cfg: DataConfig, out: Path) -> None:
         )
 
 
-def run(cfg: DataConfig, overrides: list[str] | None = None) -> dict[str, Any]:
+def build(cfg: DataConfig, overrides: list[str] | None = None) -> dict[str, Any]:
     from data.manifest import fingerprint, write_manifest
 
     started = time.perf_counter()

@@ -216,7 +216,7 @@ def score_fold(
             jobs.append((op, variant, lambda ex, op=op, v=variant: pair_records(fold, op, v, ex, on(v))))
     for variant in (*learned_extraction(stages), "prompted", "symbolic"):
         jobs.append(("extract", variant, lambda ex, v=variant: extract_records(fold, v, ex, episode, on(v))))
-    for op, variant, run in jobs:
+    for op, variant, score in jobs:
         todo = [e for e in tests[op] if not records.done(fold, op, variant, e["id"])]
         with tqdm(
             total=len(tests[op]),
@@ -226,7 +226,7 @@ def score_fold(
             leave=False,
         ) as bar:
             for chunk in chunks(todo, batch):
-                records.add(run(chunk))
+                records.add(score(chunk))
                 bar.update(len(chunk))
 
 

@@ -28,7 +28,7 @@ from train.config import TrainConfig
 
 def build_datasets(cfg: LooConfig) -> None:
     from data.config import DataConfig
-    from data.pipeline import run as build_data
+    from data.pipeline import build as build_data
 
     print(f"building datasets into {cfg.datasets_dir}", flush=True)
     build_data(
@@ -61,11 +61,11 @@ def train_config(cfg: LooConfig, fold: str, op: str) -> tuple[TrainConfig, list[
 
 
 def train_adapters(cfg: LooConfig, fold: str, ops: list[str]) -> None:
-    from train.recipe import run
+    from train.recipe import train_adapter
 
     for op in ops:
         print(f"{fold}: training the {op} adapter", flush=True)
-        manifest = run(*train_config(cfg, fold, op))
+        manifest = train_adapter(*train_config(cfg, fold, op))
         print(
             f"{fold}: {op} adapter: eval loss {manifest['eval_loss']:.4f}, {manifest['wall_seconds']:.0f} s"
         )
@@ -79,7 +79,7 @@ def adapters_of(cfg: LooConfig, fold: str) -> Path:
     )
 
 
-def run(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
+def evaluate(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
     out = run_dir(cfg.out_dir, cfg.run)
     out.mkdir(parents=True, exist_ok=True)
     records = Records(out / "records.jsonl")

@@ -77,8 +77,8 @@ def main() -> None:
                         lambda ops=ops: [c for e in ops.extract(notes, "two-stage") for c in e.calls],
                     ),
                 ]
-                for name, run in rows:
-                    outcomes, seconds = timed(run)
+                for name, call in rows:
+                    outcomes, seconds = timed(call)
                     tokens = sum(o.completion_tokens for o in outcomes)
                     parsed = sum(o.error is None for o in outcomes) / len(outcomes)
                     grammar = "xgrammar" if constrained else "none"

@@ -30,7 +30,7 @@ PRECISIONS = {
 }
 
 
-def run(precision: str, args: argparse.Namespace, scratch: Path) -> dict:
+def measure(precision: str, args: argparse.Namespace, scratch: Path) -> dict:
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "1"]
     launch += ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
     overrides = [
@@ -83,7 +83,7 @@ def main() -> None:
     print(f"{'precision':<10}" + "".join(f"{h:>9}" for h in header))
     with tempfile.TemporaryDirectory() as scratch:
         for precision in chosen:
-            r = run(precision, args, Path(scratch))
+            r = measure(precision, args, Path(scratch))
             print(
                 f"{r['precision']:<10}{r['tokens']:>9}{r['seconds']:>9.1f}{r['tokens_per_s']:>9.1f}"
                 f"{r['threads']:>9}{r['peak_gib']:>9.2f}{r['loss']:>9.3f}",

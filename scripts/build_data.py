@@ -12,7 +12,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from data.config import DataConfig
-from data.pipeline import run, validate
+from data.pipeline import build, validate
 from data.problems import DataError
 
 
@@ -26,7 +26,7 @@ def main(raw: DictConfig) -> None:
                 print(f"{name}: {where['annotation']} + {where['export']}")
             print("annotations and export are valid: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
             return
-        result = run(cfg, overrides=list(HydraConfig.get().overrides.task))
+        result = build(cfg, overrides=list(HydraConfig.get().overrides.task))
     except DataError as exc:
         print(exc, file=sys.stderr)
         sys.exit(1)

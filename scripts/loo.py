@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from data.problems import DataError
 from eval.config import LooConfig
-from eval.loo import run
+from eval.loo import evaluate
 from eval.records import RecordsError
 from eval.report import table
 from operators.backends import BackendError
@@ -36,7 +36,7 @@ def main(raw: DictConfig) -> None:
     cfg: LooConfig = OmegaConf.to_object(raw)
     signal.signal(signal.SIGTERM, _exit)
     try:
-        summary = run(cfg, overrides=list(HydraConfig.get().overrides.task))
+        summary = evaluate(cfg, overrides=list(HydraConfig.get().overrides.task))
     except (BackendError, DataError, RecordsError, FileNotFoundError) as exc:
         print(exc, file=sys.stderr)
         sys.exit(1)

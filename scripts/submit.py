@@ -12,14 +12,14 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from slurm.config import SubmitConfig
-from slurm.submit import SubmitError, run
+from slurm.submit import SubmitError, submit
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="submit")
 def main(raw: DictConfig) -> None:
     cfg: SubmitConfig = OmegaConf.to_object(raw)
     try:
-        run(cfg, overrides=list(HydraConfig.get().overrides.task))
+        submit(cfg, overrides=list(HydraConfig.get().overrides.task))
     except SubmitError as exc:
         print(f"submit.py: {exc}", file=sys.stderr)
         sys.exit(1)

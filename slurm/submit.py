@@ -283,7 +283,7 @@ def cancel(cfg: SubmitConfig, ids: dict[str, str]) -> str:
     return f"cancelled the jobs already submitted: {', '.join(ids.values())}"
 
 
-def submit(cfg: SubmitConfig, jobs: list[Job]) -> dict[str, str]:
+def sbatch_jobs(cfg: SubmitConfig, jobs: list[Job]) -> dict[str, str]:
     ids: dict[str, str] = {}
     for job in jobs:
         argv = sbatch_argv(cfg, job, ids)
@@ -330,7 +330,7 @@ def graph(cfg: SubmitConfig, jobs: list[Job], ids: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-def run(cfg: SubmitConfig, overrides: list[str]) -> dict[str, str]:
+def submit(cfg: SubmitConfig, overrides: list[str]) -> dict[str, str]:
     """Plan and write every job's config, then print the argument lists (dry run) or submit and
     record the submission. A submission that fails takes its configs back with its jobs."""
     configs = job_configs(cfg)
@@ -349,7 +349,7 @@ def run(cfg: SubmitConfig, overrides: list[str]) -> dict[str, str]:
         return ids
     Path(cfg.logs_dir).mkdir(parents=True, exist_ok=True)
     try:
-        ids = submit(cfg, jobs)
+        ids = sbatch_jobs(cfg, jobs)
     except SubmitError:
         shutil.rmtree(written)
         raise

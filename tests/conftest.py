@@ -54,7 +54,7 @@ def small_datasets(tmp_path_factory: pytest.TempPathFactory, export_dir: Path) -
     """A small build (4 scenarios per family) with the patch-guardrails fold and ``all``, with
     the staged extract data beside the operators' own."""
     from data.config import DataConfig
-    from data.pipeline import run as build_data
+    from data.pipeline import build as build_data
 
     out = tmp_path_factory.mktemp("datasets")
     cfg = DataConfig(
@@ -91,7 +91,7 @@ def trained_adapters(
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from train.recipe import run
+    from train.recipe import train_adapter
 
     root = tmp_path_factory.mktemp("adapters")
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
@@ -104,5 +104,5 @@ def trained_adapters(
                 f"adapters_dir={root}",
                 *QUICK_TRAIN,
             ]
-            run(OmegaConf.to_object(compose("train", overrides=overrides)), overrides)
+            train_adapter(OmegaConf.to_object(compose("train", overrides=overrides)), overrides)
     return root / "tiny" / "patch-guardrails"

@@ -68,7 +68,7 @@ def prepare(cfg: TrainConfig) -> None:
     """Build what a fresh checkout lacks, through the same code the dedicated scripts run."""
     if unready(cfg.datasets_dir, [cfg.fold], (cfg.op.name,)):
         from data.config import DataConfig
-        from data.pipeline import run as build_data
+        from data.pipeline import build as build_data
 
         print(f"building datasets into {cfg.datasets_dir} (scripts/build_data.py)", flush=True)
         build_data(
@@ -160,7 +160,7 @@ def peak_memory_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def run(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[str, Any] | None:
+def train_adapter(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[str, Any] | None:
     """Train and save one adapter; returns its manifest (None on the other ranks of a multi-GPU run)."""
     from transformers import GenerationConfig, set_seed
     from trl import SFTTrainer

@@ -10,7 +10,7 @@ import pytest
 from data.build import SYNTHETIC, TRAINING_FOLDS, LeakageError, check_leakage
 from data.config import DataConfig
 from data.examples import COMPARE_LABELS
-from data.pipeline import run
+from data.pipeline import build
 from data.replay import load_trajectory
 from data.sources import SHIPPED
 from memory import ACTIONS
@@ -35,7 +35,7 @@ def small(out: Path, export_dir: Path, **changes: object) -> DataConfig:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory, export_dir: Path) -> tuple[Path, dict]:
     out = tmp_path_factory.mktemp("datasets")
-    result = run(small(out, export_dir))
+    result = build(small(out, export_dir))
     return out, result
 
 
@@ -95,8 +95,8 @@ def test_card_files_and_manifest(built: tuple[Path, dict]) -> None:
 def test_same_seed_gives_byte_identical_outputs(tmp_path: Path, export_dir: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     cfg = {"folds": ["patch-guardrails", "all"], "scenarios_per_family": 3, "noisy_per_family": 1}
-    run(small(a, export_dir, **cfg))
-    run(small(b, export_dir, **cfg))
+    build(small(a, export_dir, **cfg))
+    build(small(b, export_dir, **cfg))
     files_a = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
     files_b = sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
     assert files_a == files_b and len(files_a) > 20
@@ -105,7 +105,7 @@ def test_same_seed_gives_byte_identical_outputs(tmp_path: Path, export_dir: Path
             continue
         assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
     c = tmp_path / "c"
-    run(small(c, export_dir, seed=1, **cfg))
+    build(small(c, export_dir, seed=1, **cfg))
     assert (a / "all/extract/train.jsonl").read_bytes() != (c / "all/extract/train.jsonl").read_bytes()
 
 
@@ -132,8 +132,8 @@ def test_leakage_check_catches_holdout_material(built: tuple[Path, dict], export
 
 def test_a_failed_build_keeps_what_was_written(tmp_path: Path, export_dir: Path) -> None:
     out = tmp_path / "ds"
-    run(small(out, export_dir, folds=["all"], scenarios_per_family=2, noisy_per_family=0))
+    build(small(out, export_dir, folds=["all"], scenarios_per_family=2, noisy_per_family=0))
     before = (out / "all" / "update" / "train.jsonl").read_bytes()
     with pytest.raises(Exception, match="export not found"):
-        run(small(out, tmp_path / "missing-export", folds=["all"]))
+        build(small(out, tmp_path / "missing-export", folds=["all"]))
     assert (out / "all" / "update" / "train.jsonl").read_bytes() == before

@@ -9,7 +9,7 @@ import hashlib
 from pathlib import Path
 
 from data.config import DataConfig
-from data.pipeline import run
+from data.pipeline import build
 from tests.conftest import ROOT
 
 GOLDEN = ROOT / "tests" / "fixtures" / "datasets.sha256"
@@ -23,7 +23,7 @@ def test_the_default_build_is_byte_identical_to_the_recorded_one(tmp_path: Path,
         tokenizer_dir=str(tmp_path / "no-tokenizer"),  # the card's token counts only
         progress=False,
     )
-    run(cfg)
+    build(cfg)
     got = {
         str(p.relative_to(tmp_path)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(tmp_path.rglob("*.jsonl"))

@@ -14,7 +14,7 @@ import pytest
 from core.layout import unready
 from data.build import OPS
 from data.config import DataConfig
-from data.pipeline import run
+from data.pipeline import build
 from data.problems import DataError
 from data.publish import JOURNAL, recover
 from tests.conftest import ROOT
@@ -106,19 +106,19 @@ def test_a_build_killed_mid_swap_is_put_back_then_rebuilt_by_the_next_build(
     tmp_path: Path, export_dir: Path
 ) -> None:
     out = tmp_path / "datasets"
-    run(small(out, export_dir))
+    build(small(out, export_dir))
     old = snapshot(out)
     cfg = small(out, export_dir, seed=1)
     code = (
-        "from data.config import DataConfig\nfrom data.pipeline import run\n"
-        f"run(DataConfig(**{cfg.__dict__!r}))"
+        "from data.config import DataConfig\nfrom data.pipeline import build\n"
+        f"build(DataConfig(**{cfg.__dict__!r}))"
     )
     proc = killed_at(5, code)  # killed before the 5th step: patch-guardrails is new, all is moved aside
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     assert not (out / "all").exists()  # what the issue saw: the fold is missing until the next build
     assert recover(out) == ["patch-guardrails", "all"]
     assert snapshot(out) == old
-    run(cfg)
+    build(cfg)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["seed"] == 1 and sorted(manifest["folds"]) == ["all", "patch-guardrails"]
     assert snapshot(out)["all/update/train.jsonl"] != old["all/update/train.jsonl"]
@@ -128,13 +128,13 @@ def test_a_partial_rebuild_with_another_seed_is_refused_and_one_with_the_same_ke
     tmp_path: Path, export_dir: Path
 ) -> None:
     out = tmp_path / "datasets"
-    run(small(out, export_dir))
+    build(small(out, export_dir))
     before = snapshot(out)
     with pytest.raises(DataError) as err:
-        run(small(out, export_dir, seed=1, folds=["patch-guardrails"]))
+        build(small(out, export_dir, seed=1, folds=["patch-guardrails"]))
     assert "seed=1 (built with 0)" in str(err.value) and "['all']" in str(err.value)
     assert snapshot(out) == before
-    run(small(out, export_dir, folds=["patch-guardrails"]))
+    build(small(out, export_dir, folds=["patch-guardrails"]))
     after = snapshot(out)
     assert {k: v for k, v in after.items() if k != "manifest.json"} == {
         k: v for k, v in before.items() if k != "manifest.json"
@@ -148,7 +148,7 @@ def test_one_readiness_rule_sees_missing_ops_old_test_splits_and_a_swap_under_wa
     tmp_path: Path, export_dir: Path
 ) -> None:
     out = tmp_path / "datasets"
-    run(small(out, export_dir))
+    build(small(out, export_dir))
     folds = ["patch-guardrails", "all"]
     assert unready(out, folds, OPS) == []
     (out / "all" / "update" / "dataset_dict.json").unlink()
@@ -156,6 +156,6 @@ def test_one_readiness_rule_sees_missing_ops_old_test_splits_and_a_swap_under_wa
     test = out / "patch-guardrails" / "compare" / "test.jsonl"
     test.write_text(json.dumps({"prompt": "an older build, without inputs"}) + "\n")
     assert unready(out, folds, OPS) == folds
-    run(small(out, export_dir))
+    build(small(out, export_dir))
     (out / JOURNAL).write_text(json.dumps({"names": [], "existed": []}))
     assert unready(out, ["all"], OPS) == ["all"]  # a swap was killed: the next build puts it back

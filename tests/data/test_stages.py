@@ -95,11 +95,11 @@ def test_the_leakage_check_covers_stage_examples(episodes: list[Episode], tmp_pa
 
 
 def test_stages_off_leaves_every_dataset_byte_identical(tmp_path: Path, export_dir: Path) -> None:
-    from data.pipeline import run
+    from data.pipeline import build
 
     off, on = tmp_path / "off", tmp_path / "on"
-    run(small(off, export_dir))
-    run(small(on, export_dir, extract_stages=True))
+    build(small(off, export_dir))
+    build(small(on, export_dir, extract_stages=True))
     files = sorted(p.relative_to(off) for p in off.rglob("*.jsonl"))
     assert files and all((off / f).read_bytes() == (on / f).read_bytes() for f in files)
     staged = sorted(p.relative_to(on) for p in on.rglob("*.jsonl") if p.relative_to(on) not in files)

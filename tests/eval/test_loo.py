@@ -16,7 +16,7 @@ import pytest
 from core.models import ModelConfig
 from data.build import OPS
 from eval.config import LooConfig
-from eval.loo import run
+from eval.loo import evaluate
 from eval.records import RecordsError, read_records
 from eval.report import METRICS, VARIANTS
 from tests.conftest import ROOT
@@ -43,7 +43,7 @@ def config(out: Path, datasets: Path, export_dir: Path) -> LooConfig:
 @pytest.fixture(scope="module")
 def uninterrupted(small_datasets: Path, export_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     out = tmp_path_factory.mktemp("loo")
-    summary = run(config(out, small_datasets, export_dir))
+    summary = evaluate(config(out, small_datasets, export_dir))
     return out / "oracle", summary
 
 
@@ -91,7 +91,7 @@ def test_killed_run_resumes_to_the_same_summary(
     kept = len(lines) // 2
     torn = lines[kept][: len(lines[kept]) // 2]  # the write in flight when it was killed
     (resumed / "records.jsonl").write_text("".join(lines[:kept]) + torn)
-    again = run(config(tmp_path, small_datasets, export_dir))
+    again = evaluate(config(tmp_path, small_datasets, export_dir))
     assert again == summary
     after = (resumed / "records.jsonl").read_text().splitlines(keepends=True)
     assert after[:kept] == lines[:kept]  # recorded samples were skipped, not redone

@@ -23,7 +23,7 @@ import pytest
 from data.build import OPS
 from eval.backend import ServedBackend, adapter_dirs
 from eval.config import compose_config
-from eval.loo import run as run_loo
+from eval.loo import evaluate
 from eval.parity import parity
 from eval.records import read_records, record_key
 from eval.report import VARIANTS
@@ -94,7 +94,7 @@ def vllm_run(server, trained_adapters, small_datasets, export_dir, tmp_path_fact
             f"backend.url={server.base_url}",
             f"model.path={tiny_model}",
         )
-        summary = run_loo(cfg)
+        summary = evaluate(cfg)
     finally:
         del os.environ["VLLM_API_KEY"]
     return out / "vllm", summary
@@ -194,7 +194,7 @@ def test_hf_and_vllm_decode_the_same_text(
         "backend.unquantized=true",
         f"model.path={tiny_model}",
     )
-    run_loo(cfg)
+    evaluate(cfg)
     shares = parity(tmp_path / "hf", vllm_run[0])
     print("parity hf/vllm:", json.dumps(shares))
     assert set(shares) == {
@@ -246,7 +246,7 @@ def test_a_server_that_dies_mid_run_is_named_with_its_log_and_a_rerun_resumes(
     def rerun(url: str, key: str) -> None:
         os.environ["VLLM_API_KEY"] = key
         try:
-            run_loo(
+            evaluate(
                 loo_config(
                     "vllm",
                     tmp_path,
@@ -280,7 +280,7 @@ def test_a_smollm2_adapter_from_the_recipe_loads_in_vllm_and_hf_alike(
     answers from vLLM and from the hf backend on the unquantized base."""
     from core.models import model_config
     from operators.backends.hf import HFBackend
-    from train.recipe import run as train
+    from train.recipe import train_adapter
 
     overrides = [
         "op=compare",
@@ -295,7 +295,7 @@ def test_a_smollm2_adapter_from_the_recipe_loads_in_vllm_and_hf_alike(
         "max_eval_samples=4",
         "prepare=false",
     ]
-    train(compose_config("train", overrides), overrides)
+    train_adapter(compose_config("train", overrides), overrides)
     adapter = {"compare": tmp_path / "smollm2-135m-instruct" / "patch-guardrails" / "compare"}
     claims = example_claims()
     pairs = [(claims[0], claims[1]), (claims[1], claims[2]), (claims[2], claims[0])]

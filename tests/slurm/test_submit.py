@@ -16,7 +16,7 @@ from data.sources import SHIPPED
 from eval.config import compose_config
 from operators.learned import STAGES_ADAPTER
 from slurm.config import SubmitConfig
-from slurm.submit import TEMPLATES, SubmitError, parse_job_id, plan, run
+from slurm.submit import TEMPLATES, SubmitError, parse_job_id, plan, submit
 from tests.conftest import ROOT
 
 
@@ -158,7 +158,7 @@ def test_a_missing_sbatch_is_named_and_nothing_is_submitted(
     monkeypatch.chdir(tmp_path)
     cfg = config(tmp_path, f"sbatch={tmp_path / 'bin' / 'sbatch'}", f"out_dir={tmp_path / 'loo'}")
     with pytest.raises(SubmitError, match=r"bin/sbatch not found(.|\n)*nothing had been submitted"):
-        run(cfg, [])
+        submit(cfg, [])
     run_dir = tmp_path / "loo" / cfg.run
     assert not (run_dir / "configs").exists() and not (run_dir / "submissions.jsonl").exists()
 
