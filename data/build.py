@@ -22,9 +22,7 @@ from tqdm import tqdm
 
 from core.sessions import Episode
 from data.examples import Example, compare_examples, extract_examples, stage_examples, update_examples
-from operators.learned import STAGES_ADAPTER
-
-OPS: tuple[str, ...] = ("extract", "compare", "update")
+from operators.learned import OPS, STAGES_ADAPTER
 
 
 def datasets_of(stages: bool) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from core.models import ModelConfig
 from data.build import SYNTHETIC, datasets_of
 from data.names import known_names, safe_path
 from data.sources import SourcesConfig
-from eval.backend import BackendConfig
+from operators.backends.factory import BackendConfig
 from operators.engine import MODES
 from operators.learned import EXTRACT_MODES
 

@@ -24,13 +24,12 @@ from tqdm import tqdm
 
 from core.layout import dataset_dir
 from core.sessions import Episode
-from data.build import OPS
 from eval.metrics import claim_f1
 from eval.records import Record, Records
 from memory.claims import Claim, norm
 from memory.reader import answer
 from operators.engine import replay
-from operators.learned import EXTRACT_MODES, Extraction, LearnedOperators, Outcome
+from operators.learned import EXTRACT_MODES, OPS, Extraction, LearnedOperators, Outcome
 from operators.symbolic import entry_after, prompt_key, symbolic_compare, update_after
 
 

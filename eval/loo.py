@@ -11,17 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from core.layout import adapters_path, dataset_dir, run_dir
-from data.build import OPS
 from data.manifest import fingerprint, write_manifest
 from data.replay import load_trajectory
-from eval.backend import ServedBackend, open_backend
 from eval.config import LooConfig, compose_config
 from eval.harness import load_test, replay_fold, score_fold
 from eval.plan import steps
 from eval.records import Records
 from eval.report import build_report
-from operators.learned import LearnedOperators
-from operators.symbolic import SymbolicBackend
+from operators.backends.factory import ServedBackend, open_backend
+from operators.backends.symbolic import SymbolicBackend
+from operators.learned import OPS, LearnedOperators
 from train.builds import ensure_model
 from train.config import TrainConfig
 

@@ -7,7 +7,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from data.build import OPS
 from eval.metrics import (
     BOOTSTRAP_RESAMPLES,
     ERROR_CLASSES,
@@ -17,6 +16,7 @@ from eval.metrics import (
     paired_bootstrap,
 )
 from eval.records import Record, RecordsError, read_records, write_records
+from operators.learned import OPS
 
 LEARNED = ("direct", "two-stage", "two-stage-trained")
 VARIANTS = (*LEARNED, "prompted", "symbolic")

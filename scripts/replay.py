@@ -14,9 +14,9 @@ from omegaconf import DictConfig, OmegaConf
 from core.layout import adapters_path
 from data.problems import DataError
 from data.replay import load_trajectory
-from eval.backend import open_backend
 from eval.config import ReplayConfig
 from operators.backends import BackendError
+from operators.backends.factory import open_backend
 from operators.engine import replay
 from operators.learned import LearnedOperators
 

@@ -14,7 +14,7 @@ from hydra.core.config_store import ConfigStore
 from core.models import ModelConfig
 from data.names import known_names
 from data.sources import SourcesConfig
-from eval.backend import BackendConfig
+from operators.backends.factory import BackendConfig
 
 STEPS = ("prepare", "train", "eval", "report")
 _MEM = re.compile(r"\d+[KMGT]?")

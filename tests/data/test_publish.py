@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from core.layout import unready
-from data.build import OPS
 from data.config import DataConfig
 from data.pipeline import build
 from data.problems import DataError
 from data.publish import JOURNAL, recover
+from operators.learned import OPS
 from tests.conftest import ROOT
 
 KILL_AT_STEP = """

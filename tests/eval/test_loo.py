@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from core.models import ModelConfig
-from data.build import OPS
 from eval.config import LooConfig
 from eval.loo import evaluate
 from eval.records import RecordsError, read_records
 from eval.report import METRICS, VARIANTS
+from operators.learned import OPS
 from tests.conftest import ROOT
 
 FOLDS = ["patch-guardrails"]

@@ -9,9 +9,9 @@ import pytest
 from data.replay import load_trajectory
 from memory.state import StateMemory
 from operators.backends import BackendError, Completion, Request
+from operators.backends.symbolic import SymbolicBackend
 from operators.engine import LearnedDecide, replay
 from operators.learned import LearnedOperators
-from operators.symbolic import SymbolicBackend
 from tests.conftest import shipped
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from core.models import ModelConfig
-from eval.serve import SERVE_ENV_MARKER, ServeConfig, ServerFailed, VLLMServer
 from operators.backends import BackendError
 from operators.backends.hf import HFBackend
+from operators.backends.serve import SERVE_ENV_MARKER, ServeConfig, ServerFailed, VLLMServer
 
 OPS = ("extract", "compare", "update")
 

@@ -20,18 +20,17 @@ from pathlib import Path
 
 import pytest
 
-from data.build import OPS
-from eval.backend import ServedBackend, adapter_dirs
 from eval.config import compose_config
 from eval.loo import evaluate
 from eval.parity import parity
 from eval.records import read_records, record_key
 from eval.report import VARIANTS
-from eval.serve import ServeConfig, ServerFailed, VLLMServer, serve_env
 from memory.example import example_claims
 from operators.backends import BackendError, Request
+from operators.backends.factory import ServedBackend, adapter_dirs
+from operators.backends.serve import ServeConfig, ServerFailed, VLLMServer, serve_env
 from operators.backends.vllm import VLLMBackend
-from operators.learned import STAGES_ADAPTER, LearnedOperators
+from operators.learned import OPS, STAGES_ADAPTER, LearnedOperators
 from tests.conftest import ROOT
 from tests.operators.vllm_double import VLLMTestDouble
 

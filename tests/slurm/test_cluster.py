@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from data.build import OPS
 from eval.config import compose_config
 from eval.records import read_records
+from operators.learned import OPS
 from slurm.submit import write_config
 from tests.conftest import ROOT
 from tests.slurm.cluster import Cluster, Task, array_tasks

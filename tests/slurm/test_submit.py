@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 from omegaconf import DictConfig, OmegaConf
 
-from data.build import OPS
 from data.sources import SHIPPED
 from eval.config import compose_config
-from operators.learned import STAGES_ADAPTER
+from operators.learned import OPS, STAGES_ADAPTER
 from slurm.config import SubmitConfig
 from slurm.submit import TEMPLATES, SubmitError, parse_job_id, plan, submit
 from tests.conftest import ROOT

@@ -13,11 +13,10 @@ from pathlib import Path
 
 from core.models import ModelConfig
 from core.sessions import Episode
-from data.build import OPS
-from eval.serve import ServeConfig, ServerFailed, VLLMServer
 from operators.backends import Backend, BackendError, Completion, Request
+from operators.backends.serve import ServeConfig, ServerFailed, VLLMServer
 from operators.backends.vllm import VLLMBackend
-from operators.learned import STAGES_ADAPTER
+from operators.learned import OPS, STAGES_ADAPTER
 
 BACKENDS = ("hf", "vllm", "symbolic")
 
@@ -96,7 +95,7 @@ def open_backend(
     log: Path,
 ) -> Iterator[Backend]:
     if cfg.kind == "symbolic":
-        from operators.symbolic import SymbolicBackend
+        from operators.backends.symbolic import SymbolicBackend
 
         oracle = SymbolicBackend()
         for episode in episodes:
