@@ -9,17 +9,13 @@ from __future__ import annotations
 import os
 
 
-def cpu_threads() -> int:
-    """Every core this process may run on, for a single-process CPU run."""
-    return len(os.sched_getaffinity(0))
-
-
 def deterministic_cpu() -> int:
     """Fix the thread count and ask for deterministic kernels on a single-process CPU run;
-    returns the threads torch uses. Multi-process and GPU runs are left alone."""
+    returns the threads torch uses: every core this process may run on. Multi-process and GPU
+    runs are left alone."""
     import torch
 
     if not torch.cuda.is_available() and int(os.environ.get("WORLD_SIZE", "1")) == 1:
-        torch.set_num_threads(cpu_threads())
+        torch.set_num_threads(len(os.sched_getaffinity(0)))
         torch.use_deterministic_algorithms(True)
     return torch.get_num_threads()

@@ -93,11 +93,11 @@ def evaluate(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, An
     # the adapters of ``adapters_fold`` (a single vLLM server then serves the whole run).
     for folds in [cfg.folds] if cfg.adapters_fold else [[f] for f in cfg.folds]:
         episodes = {f: load_trajectory(f, cfg.sources()) for f in folds}
+        name = cfg.adapters_fold or folds[0]  # whose adapters serve these folds
         adapters = None
         if cfg.backend.kind != "symbolic":
-            train_adapters(cfg, cfg.adapters_fold or folds[0], plan.trains(cfg.adapters_fold or folds[0]))
+            train_adapters(cfg, name, plan.trains(name))
             adapters = adapters_of(cfg, folds[0])
-        name = cfg.adapters_fold or folds[0]
         log = out / "logs" / f"serve-{name}.log"
         with open_backend(cfg.backend, cfg.model, adapters, list(episodes.values()), log) as backend:
             if isinstance(backend, SymbolicBackend):

@@ -188,10 +188,18 @@ def job_args(cfg: SubmitConfig) -> dict[str, list[str]]:
     }
 
 
-def plan(cfg: SubmitConfig, configs: JobConfigs | None = None) -> list[Job]:
-    """The jobs still needed, in submission order; every job's config is composed first."""
-    if configs is None:
-        job_configs(cfg)
+@dataclass
+class Submission:
+    jobs: list[Job]
+    """The jobs still needed, in submission order."""
+    configs: JobConfigs
+    missing: list[str]
+    """What the prepare job builds (submitted only when ``prepare=true``)."""
+
+
+def plan(cfg: SubmitConfig) -> Submission:
+    """Every job's config, composed first, then the jobs ``eval.plan`` says are still needed."""
+    configs = job_configs(cfg)
     args = job_args(cfg)
     jobs: list[Job] = []
     planned = steps(cfg)
@@ -213,7 +221,7 @@ def plan(cfg: SubmitConfig, configs: JobConfigs | None = None) -> list[Job]:
     report = run_dir(cfg.out_dir, cfg.run) / "report.md"
     evals = [(f"eval/{fold}", None) for fold in cfg.folds]
     jobs.append(Job("report", "report", [0], args["report"], evals, what=f"merged into {report}"))
-    return jobs
+    return Submission(jobs, configs, missing)
 
 
 def array_spec(tasks: list[int]) -> str:
@@ -333,12 +341,11 @@ def graph(cfg: SubmitConfig, jobs: list[Job], ids: dict[str, str]) -> str:
 def submit(cfg: SubmitConfig, overrides: list[str]) -> dict[str, str]:
     """Plan and write every job's config, then print the argument lists (dry run) or submit and
     record the submission. A submission that fails takes its configs back with its jobs."""
-    configs = job_configs(cfg)
-    jobs = plan(cfg, configs)
-    written = write_configs(cfg, configs)
-    missing = steps(cfg).missing(cfg.model)
-    if missing and not cfg.prepare:
-        print(f"warning: prepare=false, yet missing: {', '.join(missing)}", file=sys.stderr)
+    submission = plan(cfg)
+    jobs = submission.jobs
+    written = write_configs(cfg, submission.configs)
+    if submission.missing and not cfg.prepare:
+        print(f"warning: prepare=false, yet missing: {', '.join(submission.missing)}", file=sys.stderr)
     if cfg.dry_run:
         ids = {job.key: f"<{job.key}>" for job in jobs}
         for job in jobs:

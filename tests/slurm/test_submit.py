@@ -124,7 +124,7 @@ def test_finished_adapters_and_present_datasets_are_not_redone(tmp_path: Path) -
         (tmp_path / "ad" / cfg.model.name / "permissions-flow" / op / "manifest.json").write_text("{}")
     (tmp_path / "ad" / cfg.model.name / "browser-surface" / "compare").mkdir(parents=True)
     (tmp_path / "ad" / cfg.model.name / "browser-surface" / "compare" / "manifest.json").write_text("{}")
-    jobs = {job.key: job for job in plan(cfg)}
+    jobs = {job.key: job for job in plan(cfg).jobs}
     assert list(jobs) == ["train", "eval/permissions-flow", "eval/browser-surface", "report"]
     assert jobs["train"].array == [3, 5]  # browser-surface's extract and update
     assert jobs["eval/permissions-flow"].after == []
