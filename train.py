@@ -1,4 +1,4 @@
-"""accelerate launch train.py op=extract [holdout=<trajectory>] [model=tiny] [key=value ...]
+"""accelerate launch train.py op=extract [fold=<trajectory>|synthetic|all] [model=tiny] [key=value ...]
 
 Resolves and saves the config, then hands it to the recipe (train/recipe.py).
 """

@@ -1,7 +1,7 @@
 """Operator datasets for every leave-one-out fold (DESIGN §5, §10).
 
-Fold ``<holdout>``: train = synthetic (train part) + the other four trajectories, validation =
-synthetic (validation part), test = the holdout trajectory. Fold ``all``: every source in
+Fold ``<trajectory>``: train = synthetic (train part) + the other four trajectories, validation =
+synthetic (validation part), test = that trajectory, held out. Fold ``all``: every source in
 train, the same validation, no test; it is what deployed adapters train on. Fold
 ``synthetic``: synthetic scenarios alone in train, the same validation, no test; no trajectory
 reaches its training, so its adapters are a held-out model for every trajectory at once.
@@ -21,8 +21,9 @@ from typing import Any
 from tqdm import tqdm
 
 from core.sessions import Episode
-from data.examples import Example, compare_examples, extract_examples, stage_examples, update_examples
-from operators.learned import OPS, STAGES_ADAPTER
+from operators.examples import Example, stage_examples
+from operators.learned import STAGES_ADAPTER
+from operators.registry import EXTRACT, OPERATORS, OPS
 
 
 def datasets_of(stages: bool) -> tuple[str, ...]:
@@ -83,15 +84,13 @@ def build_pool(
 ) -> Pool:
     pool = Pool(datasets_of(stages))
     for episode in tqdm(episodes, desc="examples", unit="episode", disable=not progress):
-        rng = random.Random(f"{seed}:compare:{episode.id}")
         pool.by_episode[episode.id] = {
-            "extract": extract_examples(episode),
-            "compare": compare_examples(episode, rng, compare_per_label),
-            "update": update_examples(episode),
+            name: op.examples(episode, random.Random(f"{seed}:{name}:{episode.id}"), compare_per_label)
+            for name, op in OPERATORS.items()
         }
         if stages:
             mix = random.Random(f"{seed}:stages:{episode.id}")
-            direct = pool.by_episode[episode.id]["extract"]
+            direct = pool.by_episode[episode.id][EXTRACT.name]
             pool.by_episode[episode.id][STAGES_ADAPTER] = mix_stages(
                 direct, stage_examples(episode), stage_ratio, mix
             )
@@ -99,33 +98,34 @@ def build_pool(
 
 
 def fold_splits(
-    holdout: str, synthetic: list[Episode], trajectories: list[Episode], validation_fraction: float
+    fold: str, synthetic: list[Episode], trajectories: list[Episode], validation_fraction: float
 ) -> dict[str, list[Episode]]:
     val = [e for e in synthetic if is_validation(e.id, validation_fraction)]
     train = [e for e in synthetic if not is_validation(e.id, validation_fraction)]
-    if holdout != SYNTHETIC:
-        train += [t for t in trajectories if t.id != holdout]
-    test = [t for t in trajectories if t.id == holdout]
+    if fold != SYNTHETIC:
+        train += [t for t in trajectories if t.id != fold]
+    test = [t for t in trajectories if t.id == fold]
     return {"train": train, "validation": val, "test": test}
 
 
-def check_leakage(holdout: Episode, splits: dict[str, list[Example]]) -> None:
-    """Fail if any holdout session id, commit or note text reaches train or validation."""
-    ids = {s.id for s in holdout.sessions}
-    commits = {s.commit for s in holdout.sessions if s.commit}
-    texts = [s.text for s in holdout.sessions]
+def check_leakage(held_out: Episode, splits: dict[str, list[Example]]) -> None:
+    """Fail if any session id, commit or note text of the held-out trajectory reaches train or
+    validation."""
+    ids = {s.id for s in held_out.sessions}
+    commits = {s.commit for s in held_out.sessions if s.commit}
+    texts = [s.text for s in held_out.sessions]
     leaks = []
     for split in ("train", "validation"):
         for ex in splits[split]:
-            if ex["group"] == holdout.id or ids & set(ex["sessions"]) or commits & set(ex["commits"]):
-                leaks.append(f"{split}: {ex['id']} is built from the holdout")
+            if ex["group"] == held_out.id or ids & set(ex["sessions"]) or commits & set(ex["commits"]):
+                leaks.append(f"{split}: {ex['id']} is built from the held-out trajectory")
                 continue
             content = "\n".join(m["content"] for m in ex["prompt"])
             if any(commit in content for commit in commits) or any(t in content for t in texts):
-                leaks.append(f"{split}: {ex['id']} quotes a holdout commit or note")
+                leaks.append(f"{split}: {ex['id']} quotes a held-out commit or note")
     if leaks:
         shown = "\n  ".join(leaks[:10])
-        raise LeakageError(f"fold {holdout.id}: {len(leaks)} leaking examples, e.g.\n  {shown}")
+        raise LeakageError(f"fold {held_out.id}: {len(leaks)} leaking examples, e.g.\n  {shown}")
 
 
 def write_jsonl(path: Path, rows: list[Example]) -> None:
@@ -179,18 +179,18 @@ def build_folds(
     """Write every requested fold; returns split sizes per fold and op."""
     by_id = {t.id: t for t in trajectories}
     sizes: dict[str, dict[str, dict[str, int]]] = {}
-    for holdout in tqdm(folds, desc="folds", unit="fold", disable=not progress):
-        episodes = fold_splits(holdout, synthetic, trajectories, validation_fraction)
-        held_out = trajectories if holdout == SYNTHETIC else [] if holdout == ALL else [by_id[holdout]]
-        sizes[holdout] = {}
+    for fold in tqdm(folds, desc="folds", unit="fold", disable=not progress):
+        episodes = fold_splits(fold, synthetic, trajectories, validation_fraction)
+        held_out = trajectories if fold == SYNTHETIC else [] if fold == ALL else [by_id[fold]]
+        sizes[fold] = {}
         for op in pool.datasets:
             splits = {split: pool.examples(op, episodes[split]) for split in SPLITS}
             if op == STAGES_ADAPTER:
                 splits["test"] = []
             for trajectory in held_out:
                 check_leakage(trajectory, splits)
-            save_op(out_dir / holdout / op, splits)
-            sizes[holdout][op] = {split: len(rows) for split, rows in splits.items()}
+            save_op(out_dir / fold / op, splits)
+            sizes[fold][op] = {split: len(rows) for split, rows in splits.items()}
     return sizes
 
 

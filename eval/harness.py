@@ -26,11 +26,12 @@ from core.layout import dataset_dir
 from core.sessions import Episode
 from eval.metrics import claim_f1
 from eval.records import Record, Records
-from memory.claims import Claim, norm
+from memory.claims import norm
 from memory.reader import answer
 from operators.engine import replay
-from operators.learned import EXTRACT_MODES, OPS, Extraction, LearnedOperators, Outcome
-from operators.symbolic import entry_after, prompt_key, symbolic_compare, update_after
+from operators.learned import EXTRACT_MODES, Extraction, LearnedOperators, Outcome
+from operators.registry import DECISIONS, EXTRACT, OPERATORS, OPS
+from operators.symbolic import prompt_key
 
 
 def load_test(datasets_dir: Path, fold: str, op: str) -> list[dict[str, Any]]:
@@ -83,7 +84,7 @@ def extract_records(fold: str, variant: str, examples: Sequence[dict], episode: 
         out.append(
             _record(
                 fold,
-                "extract",
+                EXTRACT.name,
                 variant,
                 example,
                 prompt_hash=prompt_key(example["prompt"]),
@@ -99,24 +100,15 @@ def extract_records(fold: str, variant: str, examples: Sequence[dict], episode: 
     return out
 
 
-def pair_records(fold: str, op: str, variant: str, examples: Sequence[dict], ops) -> list[Record]:
-    """compare and update: exact match of the whole output against the label."""
-    inputs = [json.loads(e["inputs"]) for e in examples]
-    if op == "compare":
-        pairs = [(Claim.model_validate(i["first"]), Claim.model_validate(i["second"])) for i in inputs]
-        if variant == "symbolic":
-            answers = [symbolic_compare(a, b) for a, b in pairs]
-        else:
-            outcomes = ops.compare(pairs)
+def decision_records(fold: str, op: str, variant: str, examples: Sequence[dict], ops) -> list[Record]:
+    """A decision operator: exact match of the whole output against the label. ``symbolic``
+    answers the same arguments with the operator's rule."""
+    spec = OPERATORS[op]
+    arguments = [spec.arguments(json.loads(e["inputs"])) for e in examples]
+    if variant == "symbolic":
+        answers = [spec.rule(*a) for a in arguments]
     else:
-        cases = [
-            ([Claim.model_validate(c) for c in i["history"]], Claim.model_validate(i["claim"]))
-            for i in inputs
-        ]
-        if variant == "symbolic":
-            answers = [update_after(history, claim) for history, claim in cases]
-        else:
-            outcomes = ops.update([(entry_after(history, claim), claim) for history, claim in cases])
+        outcomes = ops.decide(spec, arguments)
     out = []
     for n, example in enumerate(examples):
         if variant == "symbolic":
@@ -208,13 +200,15 @@ def score_fold(
     ``stages``: the backend also holds the ``extract-stages`` adapter; score two-stage-trained."""
     on = _variants(ops)
     tests = {op: load_test(datasets_dir, fold, op) for op in OPS}
-    # compare and update first: one short call per example, so a run cut short still has them.
+    # Decisions first: one short call per example, so a run cut short still has them.
     jobs: list[tuple[str, str, Callable[[Sequence[dict]], list[Record]]]] = []
-    for op in ("compare", "update"):
+    for op in DECISIONS:
         for variant in ("learned", "prompted", "symbolic"):
-            jobs.append((op, variant, lambda ex, op=op, v=variant: pair_records(fold, op, v, ex, on(v))))
+            jobs.append((op, variant, lambda ex, op=op, v=variant: decision_records(fold, op, v, ex, on(v))))
     for variant in (*learned_extraction(stages), "prompted", "symbolic"):
-        jobs.append(("extract", variant, lambda ex, v=variant: extract_records(fold, v, ex, episode, on(v))))
+        jobs.append(
+            (EXTRACT.name, variant, lambda ex, v=variant: extract_records(fold, v, ex, episode, on(v)))
+        )
     for op, variant, score in jobs:
         todo = [e for e in tests[op] if not records.done(fold, op, variant, e["id"])]
         with tqdm(
@@ -237,7 +231,7 @@ def replay_fold(
     progress: bool = True,
     stages: bool = False,
 ) -> None:
-    """Replay the holdout through the engine once per variant not recorded yet. It re-extracts
+    """Replay the held-out trajectory through the engine once per variant not recorded yet. It re-extracts
     every note, so it is the slowest part of a fold; a run scores every fold first."""
     on = _variants(ops)
     for variant in (*learned_extraction(stages), "prompted", "symbolic"):

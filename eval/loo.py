@@ -20,7 +20,8 @@ from eval.records import Records
 from eval.report import build_report
 from operators.backends.factory import ServedBackend, open_backend
 from operators.backends.symbolic import SymbolicBackend
-from operators.learned import OPS, LearnedOperators
+from operators.learned import LearnedOperators
+from operators.registry import DECISIONS, OPS
 from train.builds import ensure_model
 from train.config import TrainConfig
 
@@ -102,7 +103,7 @@ def evaluate(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, An
         with open_backend(cfg.backend, cfg.model, adapters, list(episodes.values()), log) as backend:
             if isinstance(backend, SymbolicBackend):
                 for fold in folds:
-                    for op in ("compare", "update"):
+                    for op in DECISIONS:
                         for example in load_test(Path(cfg.datasets_dir), fold, op):
                             backend.remember(example["prompt"], example["completion"][0]["content"])
             if isinstance(backend, ServedBackend):

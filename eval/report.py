@@ -16,14 +16,14 @@ from eval.metrics import (
     paired_bootstrap,
 )
 from eval.records import Record, RecordsError, read_records, write_records
-from operators.learned import OPS
+from operators.registry import DECISIONS, OPERATORS, OPS
 
 LEARNED = ("direct", "two-stage", "two-stage-trained")
 VARIANTS = (*LEARNED, "prompted", "symbolic")
 """Report variants. Records of compare and update carry ``learned`` (shared by the learned
 variants, since none depends on extraction), ``prompted`` or ``symbolic``. A run scores
 ``two-stage-trained`` only when it trained the ``extract-stages`` adapter."""
-METRICS = ("overall", "extract", "extract_value", "compare", "update", "engine_state", "engine_queries")
+METRICS = ("overall", "extract", "extract_value", *DECISIONS, "engine_state", "engine_queries")
 EXTRACT_METRICS = ("extract", "extract_value")
 """Claim F1 of extraction at schema and at value level (DESIGN §7)."""
 PUBLISHED = {
@@ -200,7 +200,7 @@ def markdown(summary: dict[str, Any], run: dict[str, Any]) -> str:
         lines += [
             f"## {variant}",
             "",
-            "| Holdout | Overall | " + " | ".join(op.capitalize() for op in OPS) + " |",
+            "| Fold | Overall | " + " | ".join(op.capitalize() for op in OPS) + " |",
             "| --- | --- |" + " --- |" * len(OPS),
         ]
         for fold, by_variant in summary["folds"].items():
@@ -262,11 +262,12 @@ def markdown(summary: dict[str, Any], run: dict[str, Any]) -> str:
         )
         lines.append(f"| {metric} | {m['only_first']} | {m['only_second']} | {m['p']:.3g} | {diff} |")
     ref = ", ".join(f"{k} {d:.2f} / {s:.2f}" for k, (d, s) in PUBLISHED.items())
+    confusions = ", ".join(f"`figures/confusion_{op}.png`" for op in DECISIONS)
     lines += [
         "",
         f"Published reference for Qwen2.5-14B-Instruct adapters (direct / two-stage): {ref}.",
         "",
-        "Figures: `figures/holdouts.png`, `figures/confusion_compare.png`, `figures/confusion_update.png`.",
+        f"Figures: `figures/folds.png`, {confusions}.",
         "",
     ]
     return "\n".join(lines)
@@ -333,7 +334,7 @@ def extraction_sections(summary: dict[str, Any]) -> list[str]:
         "predictions left over are a wrong pair, an extra claim for a gold pair, or spurious on a "
         "note whose gold is empty. Missing and wrong pairs are selection errors.",
         "",
-        "| Holdout | Variant | notes (empty gold) | " + " | ".join(ERROR_HEADERS.values()) + " |",
+        "| Fold | Variant | notes (empty gold) | " + " | ".join(ERROR_HEADERS.values()) + " |",
         "| --- | --- | ---: |" + " ---: |" * len(ERROR_HEADERS),
     ]
     totals: dict[str, dict[str, int]] = {}
@@ -356,6 +357,10 @@ def extraction_sections(summary: dict[str, Any]) -> list[str]:
             lines.append(f"| {v} | {'<br>'.join(map(_claim, p['claims'])) or '(none)'} | {p['score']:.2f} |")
         lines.append("")
     return lines
+
+
+def _label(op: str, answer: dict[str, Any]) -> str:
+    return OPERATORS[op].output.model_validate(answer).label
 
 
 def figures(summary: dict[str, Any], records: list[Record], out: Path) -> list[Path]:
@@ -384,23 +389,22 @@ def figures(summary: dict[str, Any], records: list[Record], out: Path) -> list[P
         ceiling = [summary["folds"][f]["symbolic"][metric]["mean"] or 0.0 for f in folds]
         ax.scatter(x, ceiling, marker="_", s=400, color="black", label="symbolic", zorder=3)
         ax.set_xticks(x, folds, rotation=20, ha="right")
-        ax.set_title(f"{metric} per holdout (95% CI)")
+        ax.set_title(f"{metric} per fold (95% CI)")
         ax.set_ylim(0, 1.05)
     axes[0].legend()
     fig.tight_layout()
-    paths.append(out / "holdouts.png")
+    paths.append(out / "folds.png")
     fig.savefig(paths[-1], dpi=120)
     plt.close(fig)
 
-    for op in ("compare", "update"):
+    for op in DECISIONS:
         rows = [r for r in records if r["op"] == op and r["variant"] == "learned"]
-        label = (lambda d: f"{d['relation']}/{d['winner']}") if op == "compare" else (lambda d: d["action"])
-        gold = sorted({label(r["gold"]) for r in rows})
-        pred_labels = [label(r["parsed"]) if r["parsed"] else "unparsable" for r in rows]
+        gold = sorted({_label(op, r["gold"]) for r in rows})
+        pred_labels = [_label(op, r["parsed"]) if r["parsed"] else "unparsable" for r in rows]
         cols = gold + sorted({p for p in pred_labels if p not in gold})
         m = np.zeros((len(gold), len(cols)), dtype=int)
         for r, p in zip(rows, pred_labels, strict=True):
-            m[gold.index(label(r["gold"])), cols.index(p)] += 1
+            m[gold.index(_label(op, r["gold"])), cols.index(p)] += 1
         fig, ax = plt.subplots(figsize=(1.2 * len(cols) + 2, 0.6 * len(gold) + 2))
         ax.imshow(m, cmap="Blues")
         for i in range(len(gold)):
@@ -466,10 +470,10 @@ def merge_folds(run_dir: Path, folds: list[str]) -> int:
 
 
 def table(summary: dict[str, Any]) -> str:
-    """The console table: per holdout, overall and extract for both learned variants; then the
-    prompted baseline and the rules, and compare and update over all folds."""
+    """The console table: per fold, overall and extract for both learned variants; then the
+    prompted baseline and the rules, and every decision operator over all folds."""
     names = ("Overall direct", "Overall 2-stage", "Extract direct", "Extract 2-stage")
-    lines = [f"{'Holdout':<18}" + "".join(f"{n:>22}" for n in names)]
+    lines = [f"{'Fold':<18}" + "".join(f"{n:>22}" for n in names)]
     rows = [*summary["folds"].items(), ("all folds", summary["mean"])]
     for fold, s in rows:
         cells = [_cell(s[v][m]) for m in ("overall", "extract") for v in ("direct", "two-stage")]
@@ -483,12 +487,12 @@ def table(summary: dict[str, Any]) -> str:
         lines.append(
             f"{'2-stage trained':<18}{'':>22}{_cell(s['overall']):>22}{'':>22}{_cell(s['extract']):>22}"
         )
-    lines += ["", f"{'All folds':<18}" + "".join(f"{n:>22}" for n in ("Compare", "Update"))]
+    lines += ["", f"{'All folds':<18}" + "".join(f"{op.capitalize():>22}" for op in DECISIONS)]
     for variant, label in (
         ("two-stage", "learned"),
         ("prompted", "prompted (base)"),
         ("symbolic", "symbolic"),
     ):
         s = summary["mean"][variant]
-        lines.append(f"{label:<18}{_cell(s['compare']):>22}{_cell(s['update']):>22}")
+        lines.append(f"{label:<18}" + "".join(f"{_cell(s[op]):>22}" for op in DECISIONS))
     return "\n".join(lines)

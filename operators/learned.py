@@ -20,27 +20,10 @@ from core.records import MAX_VALUE_CHARS, Catalog, ExtractedClaim, Note
 from memory.claims import Claim
 from memory.state import Entry
 from operators.backends import BASE, Backend, Messages, Request
-from operators.prompts import (
-    compare_messages,
-    extract_messages,
-    fill_messages,
-    select_messages,
-    update_messages,
-)
-from operators.schemas import (
-    MAX_PAIRS,
-    CompareOutput,
-    ExtractOutput,
-    Selection,
-    UpdateOutput,
-    fill_model,
-    json_schema,
-    note_branches,
-    select_model,
-)
+from operators.prompts import fill_messages, select_messages
+from operators.registry import COMPARE, EXTRACT, UPDATE, Operator
+from operators.schemas import MAX_PAIRS, Selection, fill_model, json_schema, note_branches, select_model
 
-OPS: tuple[str, ...] = ("extract", "compare", "update")
-"""The three operators, each an adapter (and a dataset) of that name."""
 ExtractMode = Literal["direct", "two-stage", "two-stage-trained"]
 Sourced = tuple[Note, Catalog]
 """A note with the catalog it is read against."""
@@ -51,15 +34,6 @@ procedure). ``two-stage-trained``: the same calls on the ``extract-stages`` adap
 the stage prompts too."""
 STAGES_ADAPTER = "extract-stages"
 """The extract adapter trained with the stage examples mixed in; also its dataset's name."""
-
-
-@dataclass(frozen=True)
-class Budget:
-    """Token budgets of the calls whose schema leaves the length open (free strings)."""
-
-    extract: int = 512
-    compare: int = 24
-    update: int = 16
 
 
 def _round_up(n: int, step: int = 64) -> int:
@@ -80,25 +54,6 @@ def fill_budget(pair: str, branches: Sequence[str]) -> int:
     keys = len('{"entity":"","slot":"","value":"","branch":"","env":"","evidence_type":""}')
     longest_enums = max(map(len, branches)) + len("production") + len("runtime-observation")
     return _round_up(keys + len(pair) + 2 * MAX_VALUE_CHARS + longest_enums)
-
-
-def stage_answers(
-    note: Note, catalog: Catalog, claims: Sequence[ExtractedClaim]
-) -> tuple[Selection, list[ExtractedClaim]]:
-    """What a right two-stage extraction answers: the pairs the claims name, in order of first
-    mention, then one fill per pair, each validated by the schema that constrains that call.
-
-    A pair claimed twice in one note (two scopes) is filled once, so its fill is its first
-    claim: the one claim the procedure can return for it. A target the grammar could never
-    produce raises here instead of reaching training data or an oracle.
-    """
-    first: dict[str, ExtractedClaim] = {}
-    for claim in claims:
-        first.setdefault(f"{claim.entity}.{claim.slot}", claim)
-    pairs = list(first)[:MAX_PAIRS]
-    selection = select_model(tuple(catalog.pairs()))(pairs=pairs)
-    branches = note_branches(note)
-    return selection, [fill_model(p, branches).model_validate(first[p].model_dump()) for p in pairs]
 
 
 @dataclass(frozen=True)
@@ -152,14 +107,13 @@ def parse_selection(model: type[BaseModel], text: str) -> tuple[BaseModel | None
 
 @dataclass
 class LearnedOperators:
-    """The three operators on a backend. ``calls`` counts model calls per step.
+    """The operators on a backend. ``calls`` counts model calls per step.
 
     With ``adapters=False`` every call runs on the bare base with the same prompts and grammar:
     the prompted baseline, i.e. an instruct model used as a judge the way Mem0, Graphiti and
     Zep run these operators."""
 
     backend: Backend
-    budget: Budget = field(default_factory=Budget)
     constrained: bool = True
     adapters: bool = True
     calls: Counter[str] = field(default_factory=Counter)
@@ -167,9 +121,9 @@ class LearnedOperators:
     def _schema(self, model: type[BaseModel]) -> dict[str, Any] | None:
         return json_schema(model) if self.constrained else None
 
-    def _run(self, step: str, adapter: str, model: type[BaseModel], batch: list[Messages]) -> list[Outcome]:
-        schema, max_tokens = self._schema(model), getattr(self.budget, step)
-        return self._ask(step, [(adapter, m, model, schema, max_tokens) for m in batch])
+    def _run(self, op: Operator, adapter: str, batch: list[Messages]) -> list[Outcome]:
+        schema = self._schema(op.output)
+        return self._ask(op.name, [(adapter, m, op.output, schema, op.budget) for m in batch])
 
     def _ask(self, step: str, asks: list[tuple[str, Messages, type[BaseModel], Any, int]]) -> list[Outcome]:
         if not asks:
@@ -184,18 +138,21 @@ class LearnedOperators:
             out.append(Outcome(step, messages, c.text, output, error, c.latency_s, c.completion_tokens))
         return out
 
+    def decide(self, op: Operator, arguments: Sequence[tuple[Any, ...]]) -> list[Outcome]:
+        """One call of a decision operator per argument tuple, on its own adapter."""
+        return self._run(op, op.name, [op.messages(*a) for a in arguments])
+
     def compare(self, pairs: Sequence[tuple[Claim, Claim]]) -> list[Outcome]:
-        return self._run("compare", "compare", CompareOutput, [compare_messages(a, b) for a, b in pairs])
+        return self.decide(COMPARE, pairs)
 
     def update(self, items: Sequence[tuple[Entry | None, Claim]]) -> list[Outcome]:
-        return self._run("update", "update", UpdateOutput, [update_messages(e, c) for e, c in items])
+        return self.decide(UPDATE, items)
 
     def extract(self, notes: Sequence[Sourced], mode: ExtractMode = "direct") -> list[Extraction]:
         if mode == "direct":
-            prompts = [extract_messages(n, c) for n, c in notes]
-            outcomes = self._run("extract", "extract", ExtractOutput, prompts)
+            outcomes = self._run(EXTRACT, EXTRACT.name, [EXTRACT.messages(n, c) for n, c in notes])
             return [Extraction(list(o.output.claims) if o.output else [], [o]) for o in outcomes]
-        return self._two_stage(notes, STAGES_ADAPTER if mode == "two-stage-trained" else "extract")
+        return self._two_stage(notes, STAGES_ADAPTER if mode == "two-stage-trained" else EXTRACT.name)
 
     def select(self, notes: Sequence[Sourced], adapter: str = "extract") -> list[Outcome]:
         """Stage 1: the supported pairs, from an enum of the catalog's ``entity.slot`` strings."""

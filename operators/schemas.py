@@ -7,12 +7,13 @@ JSON schemas that constrain decoding, and parse model output at inference.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
-from core.records import ExtractedClaim, Note
+from core.records import Catalog, ExtractedClaim, Note
 from memory.compare import Relation, Winner
 from memory.state import Action
 
@@ -33,9 +34,18 @@ class CompareOutput(_Strict):
     relation: Relation
     winner: Winner
 
+    @property
+    def label(self) -> str:
+        """The answer's class, as datasets and confusion matrices name it."""
+        return f"{self.relation}/{self.winner}"
+
 
 class UpdateOutput(_Strict):
     action: Action
+
+    @property
+    def label(self) -> str:
+        return self.action
 
 
 class Selection(_Strict):
@@ -87,6 +97,25 @@ def fill_model(pair: str, branches: tuple[str, ...]) -> type[ExtractedClaim]:
         slot=(Literal[slot], ...),  # type: ignore[valid-type]
         branch=(Literal[branches], "main"),  # type: ignore[valid-type]
     )
+
+
+def stage_answers(
+    note: Note, catalog: Catalog, claims: Sequence[ExtractedClaim]
+) -> tuple[Selection, list[ExtractedClaim]]:
+    """What a right two-stage extraction answers: the pairs the claims name, in order of first
+    mention, then one fill per pair, each validated by the schema that constrains that call.
+
+    A pair claimed twice in one note (two scopes) is filled once, so its fill is its first
+    claim: the one claim the procedure can return for it. A target the grammar could never
+    produce raises here instead of reaching training data or an oracle.
+    """
+    first: dict[str, ExtractedClaim] = {}
+    for claim in claims:
+        first.setdefault(f"{claim.entity}.{claim.slot}", claim)
+    pairs = list(first)[:MAX_PAIRS]
+    selection = select_model(tuple(catalog.pairs()))(pairs=pairs)
+    branches = note_branches(note)
+    return selection, [fill_model(p, branches).model_validate(first[p].model_dump()) for p in pairs]
 
 
 _REPEATED_CLASS = re.compile(r"^\^(\[[^\]]+\])(\[[^\]]+\])\*\$$")
@@ -148,4 +177,5 @@ __all__ = [
     "json_schema",
     "note_branches",
     "select_model",
+    "stage_answers",
 ]

@@ -20,10 +20,11 @@ from omegaconf import OmegaConf
 
 from core.models import ModelConfig
 from data.sources import ANNOTATIONS, EXPORTS, Sources
-from eval.harness import load_test, pair_records
+from eval.harness import decision_records, load_test
 from eval.metrics import bootstrap_ci
 from operators.backends.hf import HFBackend
 from operators.learned import LearnedOperators
+from operators.registry import DECISIONS
 
 
 def checkpoints(adapter: Path) -> dict[int, Path | None]:
@@ -67,8 +68,8 @@ def main() -> None:
         parser.error(f"no {resolved}: not an adapter directory train.py wrote")
     trained = json.loads(resolved.read_text())
     op = trained["op"]["name"]
-    if op not in ("compare", "update"):
-        parser.error(f"{args.adapter} is a {op} adapter; the curve scores compare or update")
+    if op not in DECISIONS:
+        parser.error(f"{args.adapter} is a {op} adapter; the curve scores a decision: {', '.join(DECISIONS)}")
     model = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ModelConfig), trained["model"]))
     tests = {fold: load_test(args.datasets_dir, fold, op) for fold in args.folds}
 
@@ -76,7 +77,7 @@ def main() -> None:
     for step, path in checkpoints(args.adapter).items():
         backend = HFBackend.load(model, {op: path} if path else {})
         ops = LearnedOperators(backend, adapters=path is not None)
-        scores = [r["score"] for f, ex in tests.items() for r in pair_records(f, op, "learned", ex, ops)]
+        scores = [r["score"] for f, ex in tests.items() for r in decision_records(f, op, "learned", ex, ops)]
         point = {"step": step, "adapter": str(path) if path else None, **bootstrap_ci(scores)}
         curve.append(point)
         lo, hi = point["ci"]

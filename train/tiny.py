@@ -55,14 +55,14 @@ class TinySpec:
 
 def corpus(spec: TinySpec) -> list[str]:
     """Chat-rendered operator examples from synthetic scenarios (never from trajectories)."""
-    from data.examples import compare_examples, extract_examples, update_examples
     from data.scenarios.generate import scenarios
+    from operators.registry import OPERATORS
 
     texts = []
     for episode in scenarios(spec.data_seed, spec.scenarios_per_family, spec.scenarios_per_family // 4, 2):
         rng = random.Random(f"tiny:{episode.id}")
-        for ex in extract_examples(episode) + compare_examples(episode, rng, 1) + update_examples(episode):
-            texts.append(render(ex["prompt"] + ex["completion"]))
+        for op in OPERATORS.values():
+            texts += [render(ex["prompt"] + ex["completion"]) for ex in op.examples(episode, rng, 1)]
     return texts
 
 
@@ -152,7 +152,8 @@ def spec_key(spec: TinySpec) -> str:
     digest = hashlib.sha256(json.dumps(asdict(spec), sort_keys=True).encode())
     for rel in (
         "train/tiny.py",
-        "data/examples.py",
+        "operators/examples.py",
+        "operators/registry.py",
         "data/scenarios/generate.py",
         "data/scenarios/phrasing.py",
         "data/scenarios/catalog.py",

@@ -16,7 +16,8 @@ from core.sessions import Episode
 from operators.backends import Backend, BackendError, Completion, Request
 from operators.backends.serve import ServeConfig, ServerFailed, VLLMServer
 from operators.backends.vllm import VLLMBackend
-from operators.learned import OPS, STAGES_ADAPTER
+from operators.learned import STAGES_ADAPTER
+from operators.registry import OPS
 
 BACKENDS = ("hf", "vllm", "symbolic")
 

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from core.records import Catalog, Note
 from core.sessions import Episode
 from operators.backends import BackendError, Completion, Messages, Request
-from operators.learned import stage_answers
 from operators.prompts import (
     compare_messages,
     extract_messages,
@@ -18,7 +17,7 @@ from operators.prompts import (
     select_messages,
     update_messages,
 )
-from operators.schemas import ExtractOutput
+from operators.schemas import ExtractOutput, stage_answers
 from operators.symbolic import prompt_key, symbolic_compare, symbolic_update
 
 

@@ -9,11 +9,12 @@ import pytest
 
 from data.build import SYNTHETIC, TRAINING_FOLDS, LeakageError, check_leakage
 from data.config import DataConfig
-from data.examples import COMPARE_LABELS
 from data.pipeline import build
 from data.replay import load_trajectory
 from data.sources import SHIPPED
 from memory import ACTIONS
+from operators.examples import COMPARE_LABELS
+from operators.registry import OPS
 from operators.schemas import CompareOutput, ExtractOutput, UpdateOutput
 from tests.conftest import shipped
 
@@ -44,7 +45,7 @@ def test_every_fold_and_op_is_a_dataset_dict_with_jsonl(built: tuple[Path, dict]
 
     out, _ = built
     for fold in (*SHIPPED, *TRAINING_FOLDS):
-        for op in ("extract", "compare", "update"):
+        for op in OPS:
             dd = load_from_disk(str(out / fold / op))
             held_out = fold not in TRAINING_FOLDS
             assert set(dd) == ({"train", "validation", "test"} if held_out else {"train", "validation"})
@@ -109,25 +110,25 @@ def test_same_seed_gives_byte_identical_outputs(tmp_path: Path, export_dir: Path
     assert (a / "all/extract/train.jsonl").read_bytes() != (c / "all/extract/train.jsonl").read_bytes()
 
 
-def test_leakage_check_catches_holdout_material(built: tuple[Path, dict], export_dir: Path) -> None:
+def test_leakage_check_catches_held_out_material(built: tuple[Path, dict], export_dir: Path) -> None:
     out, _ = built
-    holdout = load_trajectory("model-routing", shipped(export_dir))
+    held_out = load_trajectory("model-routing", shipped(export_dir))
     splits = {
         s: [
             json.loads(x) for x in (out / "model-routing" / "compare" / f"{s}.jsonl").read_text().splitlines()
         ]
         for s in ("train", "validation", "test")
     }
-    check_leakage(holdout, splits)  # the real fold is clean
+    check_leakage(held_out, splits)  # the real fold is clean
 
     leaked = dict(splits, train=[*splits["train"], splits["test"][0]])
-    with pytest.raises(LeakageError, match="built from the holdout"):
-        check_leakage(holdout, leaked)
+    with pytest.raises(LeakageError, match="built from the held-out trajectory"):
+        check_leakage(held_out, leaked)
 
     quoted = json.loads(json.dumps(splits["train"][0]))
-    quoted["prompt"][1]["content"] += "\n" + holdout.sessions[0].text
-    with pytest.raises(LeakageError, match="quotes a holdout"):
-        check_leakage(holdout, dict(splits, validation=[quoted]))
+    quoted["prompt"][1]["content"] += "\n" + held_out.sessions[0].text
+    with pytest.raises(LeakageError, match="quotes a held-out"):
+        check_leakage(held_out, dict(splits, validation=[quoted]))
 
 
 def test_a_failed_build_keeps_what_was_written(tmp_path: Path, export_dir: Path) -> None:

@@ -16,7 +16,7 @@ from data.config import DataConfig
 from data.pipeline import build
 from data.problems import DataError
 from data.publish import JOURNAL, recover
-from operators.learned import OPS
+from operators.registry import OPS
 from tests.conftest import ROOT
 
 KILL_AT_STEP = """

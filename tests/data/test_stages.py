@@ -11,10 +11,10 @@ import pytest
 
 from core.sessions import Episode
 from data.build import LeakageError, Pool, build_folds, build_pool, mix_stages
-from data.examples import extract_examples, stage_examples
 from data.replay import load_trajectory
 from data.scenarios.generate import scenarios
 from operators.backends import Completion, Request
+from operators.examples import extract_examples, stage_examples
 from operators.learned import STAGES_ADAPTER, LearnedOperators
 from tests.conftest import shipped
 from tests.data.test_build import small

@@ -18,7 +18,7 @@ from eval.config import LooConfig
 from eval.loo import evaluate
 from eval.records import RecordsError, read_records
 from eval.report import METRICS, VARIANTS
-from operators.learned import OPS
+from operators.registry import DECISIONS, OPS
 from tests.conftest import ROOT
 
 FOLDS = ["patch-guardrails"]
@@ -49,9 +49,9 @@ def uninterrupted(small_datasets: Path, export_dir: Path, tmp_path_factory: pyte
 
 def test_oracle_run_scores_perfectly_and_writes_everything(uninterrupted) -> None:
     run_dir, summary = uninterrupted
-    for name in ("records.jsonl", "summary.json", "report.md", "manifest.json", "figures/holdouts.png"):
+    for name in ("records.jsonl", "summary.json", "report.md", "manifest.json", "figures/folds.png"):
         assert (run_dir / name).exists(), name
-    for op in ("compare", "update"):
+    for op in DECISIONS:
         assert (run_dir / "figures" / f"confusion_{op}.png").stat().st_size > 1000
     fold = summary["folds"]["patch-guardrails"]
     assert set(fold) == set(VARIANTS) and all(set(fold[v]) == set(METRICS) for v in VARIANTS)
@@ -77,7 +77,7 @@ def test_oracle_run_scores_perfectly_and_writes_everything(uninterrupted) -> Non
     }
     assert all(r["error"] is None and r["prompt_hash"] for r in records if r["op"] in OPS)
     report = (run_dir / "report.md").read_text()
-    assert "| Holdout | Overall | Extract | Compare | Update |" in report
+    assert "| Fold | Overall | Extract | Compare | Update |" in report
     assert "| patch-guardrails | 1.00 [1.00, 1.00]" in report
 
 
@@ -130,7 +130,7 @@ def test_report_script_rebuilds_from_records_alone(uninterrupted, tmp_path: Path
     )
     assert done.returncode == 0, done.stderr
     assert json.loads((copy / "summary.json").read_text()) == summary
-    assert (copy / "figures" / "holdouts.png").exists() and "patch-guardrails" in done.stdout
+    assert (copy / "figures" / "folds.png").exists() and "patch-guardrails" in done.stdout
 
 
 def test_report_merges_per_fold_runs_as_slurm_eval_jobs_write_them(uninterrupted, tmp_path: Path) -> None:

@@ -12,11 +12,11 @@ from data.replay import load_trajectory
 from operators.backends import BASE, BackendError, Request
 from operators.backends.hf import HFBackend
 from operators.learned import LearnedOperators
+from operators.registry import OPS
 from operators.schemas import CompareOutput, ExtractOutput, Selection, json_schema
 from tests.conftest import shipped
 
 pytestmark = pytest.mark.slow
-OPS = ("extract", "compare", "update")
 
 
 def tiny_config(path: Path) -> ModelConfig:

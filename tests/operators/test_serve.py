@@ -12,8 +12,7 @@ from core.models import ModelConfig
 from operators.backends import BackendError
 from operators.backends.hf import HFBackend
 from operators.backends.serve import SERVE_ENV_MARKER, ServeConfig, ServerFailed, VLLMServer
-
-OPS = ("extract", "compare", "update")
+from operators.registry import OPS
 
 
 def adapter(root: Path, name: str, rank: int = 16, weights: bool = True) -> Path:

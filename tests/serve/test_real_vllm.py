@@ -30,7 +30,8 @@ from operators.backends import BackendError, Request
 from operators.backends.factory import ServedBackend, adapter_dirs
 from operators.backends.serve import ServeConfig, ServerFailed, VLLMServer, serve_env
 from operators.backends.vllm import VLLMBackend
-from operators.learned import OPS, STAGES_ADAPTER, LearnedOperators
+from operators.learned import STAGES_ADAPTER, LearnedOperators
+from operators.registry import OPS
 from tests.conftest import ROOT
 from tests.operators.vllm_double import VLLMTestDouble
 

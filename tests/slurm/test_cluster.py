@@ -17,7 +17,7 @@ import pytest
 
 from eval.config import compose_config
 from eval.records import read_records
-from operators.learned import OPS
+from operators.registry import OPS
 from slurm.submit import write_config
 from tests.conftest import ROOT
 from tests.slurm.cluster import Cluster, Task, array_tasks
@@ -103,7 +103,7 @@ def test_one_fold_pipeline_runs_in_dependency_order(pipeline) -> None:
     summary = json.loads((run / "summary.json").read_text())
     assert set(summary["folds"]) == {FOLD}
     assert (run / "report.md").read_text().startswith("# Leave-one-out report: tiny-hf")
-    assert (run / "figures" / "holdouts.png").exists()
+    assert (run / "figures" / "folds.png").exists()
     names = {p.name for p in (tmp / "logs").glob("*.out")}
     assert {f"tiny-hf-train-{jobs['train']['id']}_{t}.out" for t in range(3)} <= names
 

@@ -13,7 +13,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from data.sources import SHIPPED
 from eval.config import compose_config
-from operators.learned import OPS, STAGES_ADAPTER
+from operators.learned import STAGES_ADAPTER
+from operators.registry import OPS
 from slurm.config import SubmitConfig
 from slurm.submit import TEMPLATES, SubmitError, parse_job_id, plan, submit
 from tests.conftest import ROOT
@@ -115,7 +116,7 @@ def test_cpu_profile_runs_the_tiny_model_on_the_local_backend_without_gpus(tmp_p
 
 def test_finished_adapters_and_present_datasets_are_not_redone(tmp_path: Path) -> None:
     cfg = config(tmp_path, "folds=[permissions-flow,browser-surface]")
-    for op in ("extract", "compare", "update"):
+    for op in OPS:
         for fold in ("permissions-flow", "browser-surface"):
             (tmp_path / "ds" / fold / op).mkdir(parents=True)
             (tmp_path / "ds" / fold / op / "dataset_dict.json").write_text('{"splits": ["test"]}')

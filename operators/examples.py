@@ -1,4 +1,7 @@
-"""Operator examples from episodes: every label is what the symbolic engine says.
+"""Supervised examples of each operator, from episodes: every label is what the symbolic
+engine says. Extraction is labelled by the gold annotation; a decision operator's builder
+only chooses its cases, and the operator's own rule answers them (``decision_examples``).
+``operators.registry`` says which builder is whose.
 
 An example is one chat (``prompt`` messages and a ``completion`` message, TRL's
 conversational prompt-completion format) plus the ids needed to trace and to check it for
@@ -9,22 +12,18 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from pydantic import BaseModel
+
 from core.sessions import Episode
-from memory import ENVS, Claim, Evidence, Key, compare
+from memory import ENVS, Claim, Evidence, Key
 from memory.evidence import EVIDENCE_TYPES, evidence_score
-from operators.learned import stage_answers
-from operators.prompts import (
-    compare_messages,
-    completion,
-    extract_messages,
-    fill_messages,
-    select_messages,
-    update_messages,
-)
-from operators.schemas import CompareOutput, ExtractOutput, UpdateOutput
+from operators.prompts import Messages, completion, extract_messages, fill_messages, select_messages
+from operators.schemas import ExtractOutput, stage_answers
 
 Example = dict[str, Any]
 COMPARE_LABELS: tuple[str, ...] = (
@@ -99,18 +98,43 @@ def stage_examples(episode: Episode) -> list[Example]:
     return out
 
 
-def update_examples(episode: Episode) -> list[Example]:
-    """One example per engine decision, prompted with the entry as it was just before it."""
+@dataclass(frozen=True)
+class Case:
+    """One decision to label: the call's arguments, the JSON ``inputs`` they are rebuilt from,
+    and the sessions they come from."""
+
+    arguments: tuple[Any, ...]
+    inputs: dict[str, Any]
+    sessions: list[str]
+
+
+def decision_examples(
+    op: str,
+    episode: Episode,
+    cases: Sequence[Case],
+    messages: Callable[..., Messages],
+    rule: Callable[..., BaseModel],
+) -> list[Example]:
+    """A decision operator's examples: its prompt on each case, answered by its symbolic rule."""
+    out = []
+    for n, case in enumerate(cases):
+        answer = rule(*case.arguments)
+        prompt = messages(*case.arguments)
+        out.append(
+            _example(op, episode, n, answer.label, prompt, completion(answer), case.sessions, case.inputs)
+        )
+    return out
+
+
+def update_cases(episode: Episode) -> list[Case]:
+    """One case per engine decision, with the entry as it was just before it."""
     history: dict[Key, list[dict]] = {}
     out = []
-    for session, claim, before, decision in episode.trace():
-        prompt = update_messages(before, claim)
-        answer = completion(UpdateOutput(action=decision.action))
+    for session, claim, before, _ in episode.trace():
         dumped = claim.model_dump(mode="json")
         inputs = {"history": list(history.get(claim.key, [])), "claim": dumped}
         history.setdefault(claim.key, []).append(dumped)
-        example = _example("update", episode, len(out), decision.action, prompt, answer, [session.id], inputs)
-        out.append(example)
+        out.append(Case((before, claim), inputs, [session.id]))
     return out
 
 
@@ -183,7 +207,7 @@ def _pair(label: str, claims: list[Claim], rng: random.Random) -> tuple[Claim, C
     return first, _variant(first, value=other_value, evidence=evidence, at=at)
 
 
-def compare_examples(episode: Episode, rng: random.Random, per_label: int) -> list[Example]:
+def compare_cases(episode: Episode, rng: random.Random, per_label: int) -> list[Case]:
     """Real contradictions met during replay, then sampled pairs so every label is well covered."""
     steps = list(episode.trace())
     pairs = [(s.decision.previous, s.claim) for s in steps if s.decision.previous is not None]
@@ -195,12 +219,7 @@ def compare_examples(episode: Episode, rng: random.Random, per_label: int) -> li
                 pairs.append(pair)
     out = []
     for first, second in pairs:
-        relation, winner = compare(first, second)
-        prompt = compare_messages(first, second)
-        answer = completion(CompareOutput(relation=relation, winner=winner))
         sources = [s for s in (first.evidence.source, second.evidence.source) if s]
-        sessions = [s.split("~")[0] for s in sources]
         inputs = {"first": first.model_dump(mode="json"), "second": second.model_dump(mode="json")}
-        label = f"{relation}/{winner}"
-        out.append(_example("compare", episode, len(out), label, prompt, answer, sessions, inputs))
+        out.append(Case((first, second), inputs, [s.split("~")[0] for s in sources]))
     return out

@@ -1,0 +1,104 @@
+"""The operators, each declared once: what it is called, what it answers, how it is prompted,
+how many tokens it may spend, how its training examples are built and, for a decision, the
+symbolic rule it is read against.
+
+Datasets, training, serving, the harness, the report and the Slurm arrays all iterate over
+``OPERATORS``; nothing else lists them. An operator's name is also its dataset's and its
+adapter's name, and its training settings are ``configs/op/<name>.yaml``.
+
+Two kinds exist. ``extract`` reads a note into claims and is scored by claim F1 against the
+gold annotation (its oracle), directly or in two grammar-constrained stages. Every other
+operator is a *decision*: its example inputs rebuild the call's arguments, the answer is one
+label scored by exact match, and ``rule`` answers the same arguments symbolically.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from core.sessions import Episode
+from memory.claims import Claim
+from operators.backends import Messages
+from operators.examples import Case, Example, compare_cases, decision_examples, extract_examples, update_cases
+from operators.prompts import compare_messages, extract_messages, update_messages
+from operators.schemas import CompareOutput, ExtractOutput, UpdateOutput
+from operators.symbolic import entry_after, symbolic_compare, symbolic_update
+
+
+@dataclass(frozen=True)
+class Operator:
+    name: str
+    output: type[BaseModel]
+    """Validates gold answers, renders completions, constrains decoding, parses answers."""
+    messages: Callable[..., Messages]
+    """The chat for one call's arguments; training and inference both use it."""
+    budget: int
+    """Most new tokens per call: the schema's free strings leave the length open."""
+    examples: Callable[[Episode, random.Random, int], list[Example]]
+    """An episode's examples, given an rng seeded per (operator, episode) and the number of
+    sampled examples per label for builders that sample."""
+    arguments: Callable[[Mapping[str, Any]], tuple[Any, ...]] | None = None
+    """A decision's call arguments from an example's ``inputs``."""
+    rule: Callable[..., BaseModel] | None = None
+    """A decision's symbolic answer on the same arguments."""
+
+
+def decision(
+    name: str,
+    output: type[BaseModel],
+    messages: Callable[..., Messages],
+    budget: int,
+    cases: Callable[[Episode, random.Random, int], list[Case]],
+    arguments: Callable[[Mapping[str, Any]], tuple[Any, ...]],
+    rule: Callable[..., BaseModel],
+) -> Operator:
+    """A decision operator: its examples are its ``cases``, prompted and answered by ``rule``."""
+
+    def examples(episode: Episode, rng: random.Random, per_label: int) -> list[Example]:
+        return decision_examples(name, episode, cases(episode, rng, per_label), messages, rule)
+
+    return Operator(name, output, messages, budget, examples, arguments, rule)
+
+
+def _update_arguments(inputs: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The entry the claim meets once the earlier claims at its key were written, and the claim."""
+    claim = Claim.model_validate(inputs["claim"])
+    return entry_after(map(Claim.model_validate, inputs["history"]), claim), claim
+
+
+EXTRACT = Operator(
+    name="extract",
+    output=ExtractOutput,
+    messages=extract_messages,
+    budget=512,
+    examples=lambda episode, _rng, _per_label: extract_examples(episode),
+)
+COMPARE = decision(
+    name="compare",
+    output=CompareOutput,
+    messages=compare_messages,
+    budget=24,
+    cases=compare_cases,
+    arguments=lambda inputs: (Claim.model_validate(inputs["first"]), Claim.model_validate(inputs["second"])),
+    rule=symbolic_compare,
+)
+UPDATE = decision(
+    name="update",
+    output=UpdateOutput,
+    messages=update_messages,
+    budget=16,
+    cases=lambda episode, _rng, _per_label: update_cases(episode),
+    arguments=_update_arguments,
+    rule=symbolic_update,
+)
+
+OPERATORS: dict[str, Operator] = {op.name: op for op in (EXTRACT, COMPARE, UPDATE)}
+OPS: tuple[str, ...] = tuple(OPERATORS)
+"""Every operator's name, each an adapter and a dataset of that name."""
+DECISIONS: tuple[str, ...] = tuple(name for name, op in OPERATORS.items() if op.rule is not None)
+"""The decision operators: scored by exact match, with a symbolic rule."""
