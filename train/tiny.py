@@ -51,18 +51,23 @@ class TinySpec:
     seed: int = 0
     data_seed: int = 0
     scenarios_per_family: int = 12
+    corpus_ops: tuple[str, ...] = ("extract", "compare", "update")
+    """The operators whose chats the base is pretrained on. Part of the build's identity, so a
+    new operator's adapters train on the same base, and its pinned losses hold."""
 
 
 def corpus(spec: TinySpec) -> list[str]:
-    """Chat-rendered operator examples from synthetic scenarios (never from trajectories)."""
+    """Chat-rendered examples of ``spec.corpus_ops`` from synthetic scenarios (never from
+    trajectories)."""
     from data.scenarios.generate import scenarios
     from operators.registry import OPERATORS
 
     texts = []
     for episode in scenarios(spec.data_seed, spec.scenarios_per_family, spec.scenarios_per_family // 4, 2):
         rng = random.Random(f"tiny:{episode.id}")
-        for op in OPERATORS.values():
-            texts += [render(ex["prompt"] + ex["completion"]) for ex in op.examples(episode, rng, 1)]
+        for name in spec.corpus_ops:
+            examples = OPERATORS[name].examples(episode, rng, 1)
+            texts += [render(ex["prompt"] + ex["completion"]) for ex in examples]
     return texts
 
 

@@ -83,15 +83,15 @@ def test_the_mixing_ratio_keeps_that_many_stage_examples_per_direct_one(episodes
 
 
 def test_the_leakage_check_covers_stage_examples(episodes: list[Episode], tmp_path: Path) -> None:
-    """A holdout note reaching training only through a stage prompt is caught."""
-    holdout, synthetic = episodes[0], episodes[1:]
-    pool: Pool = build_pool([*synthetic, holdout], seed=0, compare_per_label=1, progress=False, stages=True)
-    leaked = next(ex for ex in stage_examples(holdout) if "/fill-" in ex["id"])
+    """A held-out note reaching training only through a stage prompt is caught."""
+    held_out, synthetic = episodes[0], episodes[1:]
+    pool: Pool = build_pool([*synthetic, held_out], seed=0, compare_per_label=1, progress=False, stages=True)
+    leaked = next(ex for ex in stage_examples(held_out) if "/fill-" in ex["id"])
     # stripped of the ids that name its source, so that only the note's text can give it away
     disguised = {**leaked, "group": synthetic[0].id, "sessions": [], "commits": []}
     pool.by_episode[synthetic[0].id][STAGES_ADAPTER].append(disguised)
-    with pytest.raises(LeakageError, match="quotes a holdout commit or note"):
-        build_folds(synthetic, [holdout], pool, tmp_path, [holdout.id], 0.01, progress=False)
+    with pytest.raises(LeakageError, match="quotes a held-out commit or note"):
+        build_folds(synthetic, [held_out], pool, tmp_path, [held_out.id], 0.01, progress=False)
 
 
 def test_stages_off_leaves_every_dataset_byte_identical(tmp_path: Path, export_dir: Path) -> None:

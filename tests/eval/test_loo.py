@@ -67,17 +67,12 @@ def test_oracle_run_scores_perfectly_and_writes_everything(uninterrupted) -> Non
         ("extract", "two-stage-trained"),
         ("extract", "prompted"),
         ("extract", "symbolic"),
-        ("compare", "learned"),
-        ("compare", "prompted"),
-        ("compare", "symbolic"),
-        ("update", "learned"),
-        ("update", "prompted"),
-        ("update", "symbolic"),
+        *{(op, v) for op in DECISIONS for v in ("learned", "prompted", "symbolic")},
         *{(op, v) for op in ("engine_state", "engine_queries") for v in VARIANTS},
     }
     assert all(r["error"] is None and r["prompt_hash"] for r in records if r["op"] in OPS)
     report = (run_dir / "report.md").read_text()
-    assert "| Fold | Overall | Extract | Compare | Update |" in report
+    assert "| Fold | Overall | " + " | ".join(op.capitalize() for op in OPS) + " |" in report
     assert "| patch-guardrails | 1.00 [1.00, 1.00]" in report
 
 

@@ -57,7 +57,7 @@ def test_cpu_command_is_an_argument_list_without_gpu_flags(adapters: dict[str, P
     assert cmd[cmd.index("--dtype") + 1] == "float32"
     assert cmd[cmd.index("--max-lora-rank") + 1] == "16"
     start = cmd.index("--lora-modules") + 1
-    assert cmd[start : start + 3] == [f"{op}={adapters[op].resolve()}" for op in OPS]
+    assert cmd[start : start + len(OPS)] == [f"{op}={adapters[op].resolve()}" for op in OPS]
     outputs = json.loads(cmd[cmd.index("--structured-outputs-config") + 1])
     assert outputs == {"backend": "xgrammar", "disable_any_whitespace": True}
     assert "--gpu-memory-utilization" not in cmd and "--tensor-parallel-size" not in cmd

@@ -31,7 +31,7 @@ from operators.backends.factory import ServedBackend, adapter_dirs
 from operators.backends.serve import ServeConfig, ServerFailed, VLLMServer, serve_env
 from operators.backends.vllm import VLLMBackend
 from operators.learned import STAGES_ADAPTER, LearnedOperators
-from operators.registry import OPS
+from operators.registry import DECISIONS, OPS
 from tests.conftest import ROOT
 from tests.operators.vllm_double import VLLMTestDouble
 
@@ -169,10 +169,7 @@ def test_a_loo_fold_runs_end_to_end_on_vllm(vllm_run) -> None:
         ("extract", "two-stage"),
         ("extract", "two-stage-trained"),
         ("extract", "prompted"),
-        ("compare", "learned"),
-        ("compare", "prompted"),
-        ("update", "learned"),
-        ("update", "prompted"),
+        *{(op, v) for op in DECISIONS for v in ("learned", "prompted")},
     }
     assert all(r["raw"] for r in learned)
     manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -198,8 +195,7 @@ def test_hf_and_vllm_decode_the_same_text(
     shares = parity(tmp_path / "hf", vllm_run[0])
     print("parity hf/vllm:", json.dumps(shares))
     assert set(shares) == {
-        "compare",
-        "update",
+        *DECISIONS,
         "extract/direct",
         "extract/two-stage",
         "extract/two-stage-trained",

@@ -68,7 +68,8 @@ def test_dry_run_prints_the_full_five_fold_graph_as_argument_lists(tmp_path: Pat
             task = resolved(configs, f"train/{fold}/{op}")
             assert (task.op.name, task.fold, task.resume, task.prepare) == (op, fold, True, False)
             assert task.model.name == "qwen2.5-14b-instruct"
-    assert opt(train, "array") == "0-14" and opt(train, "dependency") == "afterok:<prepare>"
+    assert opt(train, "array") == f"0-{len(SHIPPED) * len(OPS) - 1}"  # 0-14: five folds, three ops
+    assert opt(train, "dependency") == "afterok:<prepare>"
     assert (opt(train, "gres"), opt(train, "cpus-per-task"), opt(train, "mem")) == ("gpu:1", "16", "96G")
     assert opt(prepare, "gres") == "none" and opt(prepare, "dependency") is None
     for i, argv in enumerate(evals):
@@ -96,7 +97,7 @@ def test_extract_stages_adds_a_fourth_adapter_per_fold_and_reaches_every_job(tmp
     ops = [*OPS, STAGES_ADAPTER]
     at = train.index(str(TEMPLATES["train"]))
     configs = train[at + 1]
-    assert train[at + 3] == ",".join(ops) and "--array=0-7" in train
+    assert train[at + 3] == ",".join(ops) and f"--array=0-{2 * len(ops) - 1}" in train  # 0-7
     assert prepare[-1] == configs and resolved(configs, "prepare").extract_stages is True
     assert resolved(configs, f"train/patch-guardrails/{STAGES_ADAPTER}").op.name == STAGES_ADAPTER
     for i, (fold, argv) in enumerate(zip(["model-routing", "patch-guardrails"], evals, strict=True)):
@@ -127,9 +128,11 @@ def test_finished_adapters_and_present_datasets_are_not_redone(tmp_path: Path) -
     (tmp_path / "ad" / cfg.model.name / "browser-surface" / "compare" / "manifest.json").write_text("{}")
     jobs = {job.key: job for job in plan(cfg).jobs}
     assert list(jobs) == ["train", "eval/permissions-flow", "eval/browser-surface", "report"]
-    assert jobs["train"].array == [3, 5]  # browser-surface's extract and update
+    # task fold * len(OPS) + op: browser-surface's adapters but compare, [3, 5] for three ops
+    untrained = [len(OPS) + i for i, op in enumerate(OPS) if op != "compare"]
+    assert jobs["train"].array == untrained
     assert jobs["eval/permissions-flow"].after == []
-    assert jobs["eval/browser-surface"].after == [("train", 3), ("train", 5)]
+    assert jobs["eval/browser-surface"].after == [("train", i) for i in untrained]
 
 
 @pytest.mark.parametrize(
