@@ -176,18 +176,27 @@ def losses(adapter: Path) -> list[tuple[int, float]]:
     return [(e["step"], e["loss"]) for e in history if "loss" in e]
 
 
-PINNED_LOSSES = [(1, 0.3254), (2, 0.3622), (3, 0.3403), (4, 0.4173)]
+PINNED_LOSSES = {
+    "69b5aa55": [(1, 0.3254), (2, 0.3622), (3, 0.3403), (4, 0.4173)],
+    "0c202666": [(1, 0.3540), (2, 0.3801), (3, 0.3898), (4, 0.5093)],
+}
 """The tiny recipe's first four logged losses (compare, patch-guardrails fold, constant learning
-rate, 4-bit tiny base), measured on this project's 2-core CPU, the same in two runs (the CPU
-pipeline is deterministic). A change to the data, the prompts, the chat template, the label
-mask, the model build or the recipe moves them; the tolerance leaves room for another CPU's
-kernels."""
+rate), keyed by the sha256 of the 4-bit tiny base they ran on. A change to the data, the prompts,
+the chat template, the label mask or the recipe moves them. The base's build is deterministic on
+one CPU, but two 2-core machines of this project built two bases from the same corpus (their
+kernels round differently over 200 pretraining steps), and the curves differ by up to 0.09.
+So a curve is pinned per base; both were measured twice."""
 
 
-def test_the_tiny_recipe_reproduces_its_pinned_loss_curve(trained: Path) -> None:
+def test_the_tiny_recipe_reproduces_its_pinned_loss_curve(trained: Path, tiny_model: Path) -> None:
+    import hashlib
+
     steps, values = zip(*losses(trained), strict=True)
-    assert steps == tuple(s for s, _ in PINNED_LOSSES)
-    assert list(values) == pytest.approx([v for _, v in PINNED_LOSSES], abs=5e-3)
+    assert steps == (1, 2, 3, 4) and all(0.0 < v < 1.0 for v in values)
+    base = hashlib.sha256((tiny_model / "model.safetensors").read_bytes()).hexdigest()[:8]
+    if base not in PINNED_LOSSES:
+        pytest.skip(f"no curve pinned for the tiny base {base} this CPU built; it gave {list(values)}")
+    assert list(values) == pytest.approx([v for _, v in PINNED_LOSSES[base]], abs=5e-3)
 
 
 def test_a_resumed_run_logs_the_losses_of_an_uninterrupted_one(
@@ -215,9 +224,9 @@ def test_a_resumed_run_logs_the_losses_of_an_uninterrupted_one(
     assert list(expected) == [1, 2, 3, 4]
     got = dict(losses(out))
     assert list(got) == list(expected)
-    # Not bit-equal: the resumed steps differ by about 2e-5 relative (measured). Restarting the
-    # schedule, the weights or the data order would move them by orders of magnitude more.
-    assert list(got.values()) == pytest.approx(list(expected.values()), rel=1e-4)
+    # Not bit-equal: the resumed steps differ by 2e-5 relative on one CPU and 3.7e-4 on another
+    # (measured). Restarting from fresh weights or another data order moves them by far more.
+    assert list(got.values()) == pytest.approx(list(expected.values()), rel=1e-3)
 
 
 @pytest.mark.parametrize(
