@@ -74,7 +74,7 @@ def test_dry_run_prints_the_full_five_fold_graph_as_argument_lists(tmp_path: Pat
     assert opt(prepare, "gres") == "none" and opt(prepare, "dependency") is None
     for i, argv in enumerate(evals):
         assert opt(argv, "array") == str(i)  # the task id picks the fold
-        own = ":".join(f"<train>_{3 * i + j}" for j in range(3))
+        own = ":".join(f"<train>_{len(OPS) * i + j}" for j in range(len(OPS)))
         assert opt(argv, "dependency") == f"afterok:{own}"
         assert "--kill-on-invalid-dep=yes" in argv
         assert argv[-2:] == [configs, ",".join(SHIPPED)]
@@ -88,7 +88,8 @@ def test_dry_run_prints_the_full_five_fold_graph_as_argument_lists(tmp_path: Pat
         assert opt(argv, "export").startswith(f"ALL,MEMOPS_ROOT={ROOT},MEMOPS_PYTHON=")
     graph = "\n".join(lines)
     assert "run qwen2.5-14b-instruct-vllm: 8 jobs for 5 fold(s)" in graph
-    assert "after <train>_12, <train>_13, <train>_14" in graph
+    last = [f"<train>_{len(OPS) * 4 + j}" for j in range(len(OPS))]  # 12, 13, 14 for three ops
+    assert f"after {', '.join(last)}" in graph
 
 
 def test_extract_stages_adds_a_fourth_adapter_per_fold_and_reaches_every_job(tmp_path: Path) -> None:
@@ -101,8 +102,8 @@ def test_extract_stages_adds_a_fourth_adapter_per_fold_and_reaches_every_job(tmp
     assert prepare[-1] == configs and resolved(configs, "prepare").extract_stages is True
     assert resolved(configs, f"train/patch-guardrails/{STAGES_ADAPTER}").op.name == STAGES_ADAPTER
     for i, (fold, argv) in enumerate(zip(["model-routing", "patch-guardrails"], evals, strict=True)):
-        assert resolved(configs, f"eval/{fold}/job").extract_stages is True  # fold i waits for its 4 adapters
-        own = ":".join(f"<train>_{4 * i + j}" for j in range(4))
+        assert resolved(configs, f"eval/{fold}/job").extract_stages is True  # fold i waits for its adapters
+        own = ":".join(f"<train>_{len(ops) * i + j}" for j in range(len(ops)))
         assert f"--dependency=afterok:{own}" in argv
 
 
