@@ -36,11 +36,6 @@ def entry_after(history: Iterable[Claim], claim: Claim) -> Entry | None:
     return mem.entry(claim.key)
 
 
-def update_after(history: Iterable[Claim], claim: Claim) -> UpdateOutput:
-    """The rule's action for ``claim`` after ``history`` was written at its key."""
-    return symbolic_update(entry_after(history, claim), claim)
-
-
 def prompt_key(messages: Messages) -> str:
     """A stable hash of a chat, used to key records and oracle answers."""
     return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:16]

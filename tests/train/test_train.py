@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -189,8 +190,6 @@ So a curve is pinned per base; both were measured twice."""
 
 
 def test_the_tiny_recipe_reproduces_its_pinned_loss_curve(trained: Path, tiny_model: Path) -> None:
-    import hashlib
-
     steps, values = zip(*losses(trained), strict=True)
     assert steps == (1, 2, 3, 4) and all(0.0 < v < 1.0 for v in values)
     base = hashlib.sha256((tiny_model / "model.safetensors").read_bytes()).hexdigest()[:8]
