@@ -69,12 +69,26 @@ class LooConfig(SourcesConfig):
     extract_stages: bool = False
     """Also build the ``extract-stages`` data, train its adapter and score two-stage-trained
     extraction beside direct and grammar-only two-stage."""
+    extract_modes: list[str] | None = None
+    """The learned extraction variants scored and replayed; unset: every one the adapters allow
+    (``two-stage-trained`` with ``extract_stages``). A parity pass can keep ``[direct]``."""
+    replay: bool = True
+    """Replay every held-out trajectory through the engine after scoring (the report's engine
+    rows); a parity pass compares operator outputs and can leave it out."""
     batch: int = 32
     """Samples per operator call; records are flushed after each batch."""
     progress: bool = True
 
+    def learned_modes(self) -> tuple[str, ...]:
+        if self.extract_modes is not None:
+            return tuple(self.extract_modes)
+        return tuple(m for m in EXTRACT_MODES if self.extract_stages or m != "two-stage-trained")
+
     def __post_init__(self) -> None:
         safe_path("run", self.run)
+        known_names("extract_modes", self.extract_modes or [], list(EXTRACT_MODES))
+        if "two-stage-trained" in (self.extract_modes or []) and not self.extract_stages:
+            raise ValueError("extract_modes: two-stage-trained needs extract_stages=true (its adapter)")
         names = self.sources().names()
         if self.folds is None:
             self.folds = names

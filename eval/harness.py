@@ -29,7 +29,7 @@ from eval.records import Record, Records
 from memory.claims import norm
 from memory.reader import answer
 from operators.engine import replay
-from operators.learned import EXTRACT_MODES, Extraction, LearnedOperators, Outcome
+from operators.learned import Extraction, LearnedOperators, Outcome
 from operators.registry import DECISIONS, EXTRACT, OPERATORS, OPS
 from operators.symbolic import prompt_key
 
@@ -179,25 +179,21 @@ def engine_records(fold: str, variant: str, episode: Episode, ops: LearnedOperat
     return out
 
 
-def learned_extraction(stages: bool) -> tuple[str, ...]:
-    """The learned extraction variants a run scores: ``two-stage-trained`` needs its adapter."""
-    return tuple(m for m in EXTRACT_MODES if stages or m != "two-stage-trained")
-
-
 def score_fold(
     fold: str,
     datasets_dir: Path,
     episode: Episode,
     ops: LearnedOperators,
     records: Records,
+    modes: Sequence[str] = ("direct", "two-stage"),
     batch: int = 32,
     progress: bool = True,
-    stages: bool = False,
 ) -> None:
     """Score every (op, variant) of one fold's test examples that is not recorded yet.
 
     ``ops`` runs the adapters; the prompted variant runs the same backend without them.
-    ``stages``: the backend also holds the ``extract-stages`` adapter; score two-stage-trained."""
+    ``modes``: the learned extraction variants (``two-stage-trained`` needs the backend to hold
+    the ``extract-stages`` adapter)."""
     on = _variants(ops)
     tests = {op: load_test(datasets_dir, fold, op) for op in OPS}
     # Decisions first: one short call per example, so a run cut short still has them.
@@ -205,7 +201,7 @@ def score_fold(
     for op in DECISIONS:
         for variant in ("learned", "prompted", "symbolic"):
             jobs.append((op, variant, lambda ex, op=op, v=variant: decision_records(fold, op, v, ex, on(v))))
-    for variant in (*learned_extraction(stages), "prompted", "symbolic"):
+    for variant in (*modes, "prompted", "symbolic"):
         jobs.append(
             (EXTRACT.name, variant, lambda ex, v=variant: extract_records(fold, v, ex, episode, on(v)))
         )
@@ -228,13 +224,14 @@ def replay_fold(
     episode: Episode,
     ops: LearnedOperators,
     records: Records,
+    modes: Sequence[str] = ("direct", "two-stage"),
     progress: bool = True,
-    stages: bool = False,
 ) -> None:
     """Replay the held-out trajectory through the engine once per variant not recorded yet. It re-extracts
-    every note, so it is the slowest part of a fold; a run scores every fold first."""
+    every note (answered from ``ops.answers`` where the scoring asked the same), so it is the
+    slowest part of a fold; a run scores every fold first."""
     on = _variants(ops)
-    for variant in (*learned_extraction(stages), "prompted", "symbolic"):
+    for variant in (*modes, "prompted", "symbolic"):
         if not records.done(fold, "engine_queries", variant, episode.queries[-1].id):
             if progress:
                 print(f"{fold}: engine replay ({variant})", flush=True)

@@ -113,11 +113,12 @@ def evaluate(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, An
             # run stopped early still has the operator table for every fold.
             data = Path(cfg.datasets_dir)
             for fold, episode in episodes.items():
-                score_fold(fold, data, episode, ops, records, cfg.batch, cfg.progress, cfg.extract_stages)
+                score_fold(fold, data, episode, ops, records, cfg.learned_modes(), cfg.batch, cfg.progress)
                 print(f"{fold}: operators scored ({len(records.records)} records so far)", flush=True)
             for fold, episode in episodes.items():
-                replay_fold(fold, episode, ops, records, cfg.progress, cfg.extract_stages)
-                print(f"{fold}: engine replayed ({len(records.records)} records so far)", flush=True)
+                if cfg.replay:
+                    replay_fold(fold, episode, ops, records, cfg.learned_modes(), cfg.progress)
+                    print(f"{fold}: engine replayed ({len(records.records)} records so far)", flush=True)
     write_manifest(
         out,
         config=asdict(cfg),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 from core.records import MAX_VALUE_CHARS, Catalog, ExtractedClaim, Note
 from memory.claims import Claim
 from memory.state import Entry
-from operators.backends import BASE, Backend, Messages, Request
+from operators.backends import BASE, Backend, Completion, Messages, Request
 from operators.prompts import fill_messages, select_messages
 from operators.registry import COMPARE, EXTRACT, UPDATE, Operator
 from operators.schemas import MAX_PAIRS, Selection, fill_model, json_schema, note_branches, select_model
@@ -111,12 +111,18 @@ class LearnedOperators:
 
     With ``adapters=False`` every call runs on the bare base with the same prompts and grammar:
     the prompted baseline, i.e. an instruct model used as a judge the way Mem0, Graphiti and
-    Zep run these operators."""
+    Zep run these operators.
+
+    Decoding is greedy, so a request asked again gets the answer it got the first time:
+    ``answers`` keeps them, and the engine replay of a held-out trajectory reuses the
+    extractions its scoring already ran instead of decoding every note a second time."""
 
     backend: Backend
     constrained: bool = True
     adapters: bool = True
     calls: Counter[str] = field(default_factory=Counter)
+    """Operator calls per step, answered by the model or from ``answers``."""
+    answers: dict[str, Completion] = field(default_factory=dict)
 
     def _schema(self, model: type[BaseModel]) -> dict[str, Any] | None:
         return json_schema(model) if self.constrained else None
@@ -129,7 +135,11 @@ class LearnedOperators:
         if not asks:
             return []
         requests = [Request(a if self.adapters else BASE, m, schema, n) for a, m, _, schema, n in asks]
-        completions = self.backend.complete(requests)
+        keys = [json.dumps(astuple(r), sort_keys=True) for r in requests]
+        new = {k: r for k, r in zip(keys, requests, strict=True) if k not in self.answers}
+        if new:
+            self.answers.update(zip(new, self.backend.complete(list(new.values())), strict=True))
+        completions = [self.answers[k] for k in keys]
         self.calls[step] += len(asks)
         reader = parse_selection if step == "select" else parse
         out = []

@@ -113,3 +113,18 @@ def test_stages_off_leaves_every_dataset_byte_identical(tmp_path: Path, export_d
     rows = [json.loads(json.loads(r)["inputs"]) for r in train + validation]  # ``all``: every source
     assert sum(r.get("stage") == "fill" for r in rows) == stage["fill"]
     assert sum(r.get("stage") == "select" for r in rows) == stage["select"]
+
+
+def test_a_request_asked_again_is_answered_without_the_model(episodes: list[Episode]) -> None:
+    """The engine replay re-reads the notes its scoring already extracted; greedy decoding
+    makes the first answer the answer, so the model is not asked twice."""
+    episode = episodes[0]
+    recorder = Recorder(stage_examples(episode))
+    ops = LearnedOperators(recorder)
+    notes = [(s.note(), episode.catalog) for s in episode.sessions]
+    first = ops.extract(notes, "two-stage-trained")
+    sent = len(recorder.requests)
+    again = ops.extract(notes, "two-stage-trained")
+    assert len(recorder.requests) == sent
+    assert [e.claims for e in again] == [e.claims for e in first]
+    assert ops.calls["select"] == 2 * len(notes)

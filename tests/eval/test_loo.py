@@ -172,3 +172,30 @@ def test_merge_refuses_a_missing_fold_or_records_filed_under_the_wrong_fold(
     ):
         merge_folds(tmp_path, ["browser-surface"])
     assert not (tmp_path / "records.jsonl").exists()
+
+
+def test_a_parity_pass_scores_only_what_it_names(small_datasets: Path, export_dir: Path, tmp_path: Path) -> None:
+    """``replay=false extract_modes=[direct]``: what two backends' raw text is compared on,
+    without the engine replays and two-stage calls a slow backend spends its time in."""
+    cfg = config(tmp_path, small_datasets, export_dir)
+    cfg.extract_modes, cfg.replay = ["direct"], False
+    summary = evaluate(cfg)
+    records = read_records(tmp_path / "oracle" / "records.jsonl")
+    keys = {(r["op"], r["variant"]) for r in records}
+    assert keys == {
+        ("extract", "direct"),
+        ("extract", "prompted"),
+        ("extract", "symbolic"),
+        *{(op, v) for op in DECISIONS for v in ("learned", "prompted", "symbolic")},
+    }
+    fold = summary["folds"]["patch-guardrails"]
+    assert fold["direct"]["compare"]["mean"] == fold["direct"]["extract"]["mean"] == 1.0
+    assert fold["two-stage"]["extract"]["n"] == fold["direct"]["engine_state"]["n"] == 0
+    assert (tmp_path / "oracle" / "report.md").exists()
+
+
+def test_extract_modes_are_checked_against_the_adapters(small_datasets: Path, export_dir: Path) -> None:
+    with pytest.raises(ValueError, match="unknown"):
+        LooConfig(folds=FOLDS, exports=[str(export_dir)], extract_modes=["three-stage"])
+    with pytest.raises(ValueError, match="needs extract_stages=true"):
+        LooConfig(folds=FOLDS, exports=[str(export_dir)], extract_modes=["two-stage-trained"])
