@@ -51,6 +51,10 @@ class TrainConfig(SourcesConfig):
     max_steps: int = -1
     max_eval_samples: int | None = None
     """Evaluate on a seeded sample of this many validation examples (all when unset)."""
+    balance_labels: bool = False
+    """Train on as many examples of each label as the rarest label has, drawn with ``seed``. A
+    decision operator's real contradictions otherwise outnumber its sampled relations, and a
+    short budget learns the majority relation first."""
     eval_steps: int = 50
     save_steps: int = 50
     save_total_limit: int | None = 2

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import resource
 import sys
 import time
@@ -83,6 +84,16 @@ def prepare(cfg: TrainConfig) -> None:
     ensure_model(cfg.model)
 
 
+def balanced(dataset, seed: int):  # datasets.Dataset -> datasets.Dataset
+    """The same number of rows of every ``label``, the rarest label's count, in dataset order."""
+    by_label: dict[str, list[int]] = {}
+    for i, label in enumerate(dataset["label"]):
+        by_label.setdefault(label, []).append(i)
+    n = min(map(len, by_label.values()))
+    rng = random.Random(seed)
+    return dataset.select(sorted(i for rows in by_label.values() for i in rng.sample(rows, n)))
+
+
 def load_splits(cfg: TrainConfig):  # -> (train, validation) datasets.Dataset
     from datasets import load_from_disk
 
@@ -91,13 +102,14 @@ def load_splits(cfg: TrainConfig):  # -> (train, validation) datasets.Dataset
         raise FileNotFoundError(f"no dataset at {path}; build it with: python scripts/build_data.py")
     dd = load_from_disk(str(path))
     keep = ["prompt", "completion"]
+    train = balanced(dd["train"], cfg.seed) if cfg.balance_labels else dd["train"]
     validation = dd["validation"]
     if cfg.max_eval_samples is not None and cfg.max_eval_samples < len(validation):
         validation = validation.shuffle(seed=cfg.seed).select(range(cfg.max_eval_samples))
     return (
-        dd["train"].select_columns(keep),
+        train.select_columns(keep),
         validation.select_columns(keep),
-        dd["train"]._fingerprint + "/" + validation._fingerprint,
+        train._fingerprint + "/" + validation._fingerprint,
     )
 
 

@@ -1,0 +1,33 @@
+"""What a run trains on: the fold's train split, or with ``balance_labels`` an equal draw per label."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from datasets import load_from_disk
+
+from train.config import TrainConfig
+from train.recipe import balanced, load_splits
+
+
+def test_balanced_keeps_the_rarest_labels_count_of_every_label(small_datasets: Path) -> None:
+    train = load_from_disk(str(small_datasets / "all" / "compare"))["train"]
+    counts = Counter(train["label"])
+    assert len(set(counts.values())) > 1  # real contradictions outnumber the sampled relations
+    kept = balanced(train, seed=0)
+    assert Counter(kept["label"]) == {label: min(counts.values()) for label in counts}
+    order = {row_id: n for n, row_id in enumerate(train["id"])}
+    assert kept["id"] == sorted(kept["id"], key=order.__getitem__)
+    assert balanced(train, seed=0)["id"] == kept["id"] != balanced(train, seed=1)["id"]
+
+
+def test_load_splits_balances_the_train_split_only(small_datasets: Path) -> None:
+    cfg = TrainConfig(fold="all", datasets_dir=str(small_datasets), balance_labels=True)
+    cfg.op.name = "compare"
+    dd = load_from_disk(str(small_datasets / "all" / "compare"))
+    train, validation, fingerprint = load_splits(cfg)
+    assert len(train) == len(balanced(dd["train"], cfg.seed)) < len(dd["train"])
+    assert len(validation) == len(dd["validation"])
+    cfg.balance_labels = False
+    assert load_splits(cfg)[2] != fingerprint
