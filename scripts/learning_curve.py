@@ -24,7 +24,7 @@ from eval.harness import decision_records, load_test
 from eval.metrics import bootstrap_ci
 from operators.backends.hf import HFBackend
 from operators.learned import LearnedOperators
-from operators.registry import DECISIONS
+from operators.registry import DECISIONS, OPERATORS
 
 
 def checkpoints(adapter: Path) -> dict[int, Path | None]:
@@ -62,6 +62,7 @@ def main() -> None:
     parser.add_argument("--datasets-dir", type=Path, default=Path("outputs/datasets"))
     shipped = Sources.of(ANNOTATIONS, EXPORTS).names()
     parser.add_argument("--folds", nargs="+", choices=shipped, default=shipped)
+    parser.add_argument("--steps", type=int, nargs="+", help="score only these steps (0: the base)")
     args = parser.parse_args()
     resolved = args.adapter / "resolved_config.json"
     if not resolved.exists():
@@ -75,14 +76,31 @@ def main() -> None:
 
     curve = []
     for step, path in checkpoints(args.adapter).items():
+        if args.steps and step not in args.steps:
+            continue
         backend = HFBackend.load(model, {op: path} if path else {})
         ops = LearnedOperators(backend, adapters=path is not None)
-        scores = [r["score"] for f, ex in tests.items() for r in decision_records(f, op, "learned", ex, ops)]
-        point = {"step": step, "adapter": str(path) if path else None, **bootstrap_ci(scores)}
+        records = [r for f, ex in tests.items() for r in decision_records(f, op, "learned", ex, ops)]
+        by_label: dict[str, list[int]] = {}
+        for r in records:
+            right_n = by_label.setdefault(OPERATORS[op].output(**r["gold"]).label, [0, 0])
+            right_n[0] += int(r["score"])
+            right_n[1] += 1
+        point = {
+            "step": step,
+            "adapter": str(path) if path else None,
+            **bootstrap_ci([r["score"] for r in records]),
+            "by_label": dict(sorted(by_label.items())),
+        }
         curve.append(point)
         lo, hi = point["ci"]
         print(f"step {step:>5}: {op} exact match {point['mean']:.3f} [{lo:.3f}, {hi:.3f}] (n={point['n']})")
-    (args.adapter / "learning_curve.json").write_text(json.dumps(curve, indent=2) + "\n")
+        print("             " + ", ".join(f"{k} {right}/{n}" for k, (right, n) in point["by_label"].items()))
+    out = args.adapter / "learning_curve.json"
+    if args.steps and out.exists():  # a partial rescore replaces its steps in the curve on disk
+        kept = [p for p in json.loads(out.read_text()) if p["step"] not in args.steps]
+        curve = sorted([*kept, *curve], key=lambda p: p["step"])
+    out.write_text(json.dumps(curve, indent=2) + "\n")
     plot(curve, op, args.adapter / "learning_curve.png")
     print(f"wrote {args.adapter / 'learning_curve.json'} and learning_curve.png")
 

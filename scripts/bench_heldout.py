@@ -1,0 +1,123 @@
+"""The held-out run with a real model on CPU, uninterrupted and timed (issue 13's benchmark).
+
+    python scripts/bench_heldout.py [--config-name smollm2-cpu] [--root outputs/bench/heldout]
+
+One command, three child processes (argument lists), everything under ``--root``:
+1. ``scripts/loo.py --config-name <config>``: the model build, the datasets, the synthetic-only
+   adapters, and the five folds on ``hf``, engine replays included;
+2. the same config with ``backend=vllm replay=false extract_modes=[direct]``: every operator
+   on one vLLM server holding the same adapters, for the parity of the two backends;
+3. ``eval.parity`` of the two runs.
+
+Then it prints the wall time of each child and of each stage inside the first (read from what
+the stages wrote: ``build.json``, the adapter manifests), the training tokens/s, the pooled
+held-out figures and the parity, and writes them to ``<root>/heldout.json``. A rerun resumes
+what is finished, so its child times are only those of what was left: give a new ``--root``
+for a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from eval.config import compose_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(name: str, argv: list[str], log: Path) -> float:
+    """Run one child with its output teed to ``log``; its wall seconds."""
+    print(f"[{name}] {' '.join(argv)}\n  log: {log}", flush=True)
+    began = time.perf_counter()
+    with log.open("w") as out:
+        done = subprocess.run(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, check=False)
+    seconds = time.perf_counter() - began
+    if done.returncode != 0:
+        sys.exit(f"[{name}] failed with exit code {done.returncode} after {seconds:.0f} s; see {log}")
+    print(f"[{name}] {seconds:.0f} s", flush=True)
+    return seconds
+
+
+def pooled(summary: dict, variant: str, metric: str) -> str:
+    cell = summary["mean"][variant][metric]
+    if cell["mean"] is None:
+        return "-"
+    low, high = cell["ci"]
+    return f"{cell['mean']:.2f} [{low:.2f}, {high:.2f}]"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--config-name", default="smollm2-cpu")
+    parser.add_argument("--root", type=Path, default=Path("outputs/bench/heldout"))
+    args = parser.parse_args()
+    root = args.root.resolve()
+    (root / "logs").mkdir(parents=True, exist_ok=True)
+    model_path = root / "models" / compose_config(args.config_name, []).model.name
+    where = [
+        f"model.path={model_path}",
+        f"datasets_dir={root / 'datasets'}",
+        f"adapters_dir={root / 'adapters'}",
+        f"out_dir={root / 'loo'}",
+    ]
+    loo = [sys.executable, "scripts/loo.py", "--config-name", args.config_name, *where]
+    walls = {"hf": run("hf", [*loo, "run=hf"], root / "logs" / "hf.log")}
+    vllm = [*loo, "run=vllm", "backend=vllm", "replay=false", "extract_modes=[direct]"]
+    walls["vllm"] = run("vllm", vllm, root / "logs" / "vllm.log")
+    parity_argv = [sys.executable, "-m", "eval.parity", str(root / "loo" / "hf"), str(root / "loo" / "vllm")]
+    parity = json.loads(
+        subprocess.run(parity_argv, cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    )
+
+    stages = {"model build": json.loads((model_path / "build.json").read_text())["seconds"]}
+    training = {}
+    for manifest in sorted((root / "adapters").glob("*/*/*/manifest.json")):
+        m = json.loads(manifest.read_text())
+        op = manifest.parent.name
+        stages[f"adapter {op}"] = m["wall_seconds"]
+        training[op] = {
+            "steps": m["global_step"],
+            "tokens": m["tokens_seen"],
+            "tokens_per_second": round(m["tokens_seen"] / m["wall_seconds"], 1),
+            "eval_loss": m["eval_loss"],
+        }
+    stages["hf: data, scoring and replays"] = walls["hf"] - sum(stages.values())
+    stages["vllm pass (server start included)"] = walls["vllm"]
+    summary = json.loads((root / "loo" / "hf" / "summary.json").read_text())
+    result = {
+        "config": args.config_name,
+        "wall_seconds": {**walls, "total": sum(walls.values())},
+        "stages": {k: round(v, 1) for k, v in stages.items()},
+        "training": training,
+        "pooled": summary["mean"],
+        "parity": parity,
+    }
+    (root / "heldout.json").write_text(json.dumps(result, indent=2) + "\n")
+
+    print(f"\nwall time: {result['wall_seconds']['total'] / 60:.1f} min in all")
+    for name, seconds in result["stages"].items():
+        print(f"  {name:40s} {seconds:8.0f} s")
+    for op, t in training.items():
+        rate = t["tokens_per_second"]
+        print(f"  {op:16s} {t['steps']:4d} steps, {t['tokens']:7d} tokens, {rate:6.1f} tokens/s")
+    print("\npooled held-out, exact match / claim F1 with 95% CIs:")
+    for variant in summary["mean"]:
+        cells = [
+            f"{m} {pooled(summary, variant, m)}" for m in ("compare", "update", "extract", "extract_value")
+        ]
+        print(f"  {variant:18s} " + "; ".join(cells))
+    print("\nparity hf vs vllm (identical raw text):")
+    for name, row in parity.items():
+        print(f"  {name:20s} {row['identical']:4d}/{row['samples']:<4d} {row['share']:.1%}")
+    print(f"\n-> {root / 'heldout.json'}")
+
+
+if __name__ == "__main__":
+    main()
