@@ -7,7 +7,8 @@ Step 0 is the base model without an adapter (the prompted baseline). Train the a
 ``save_total_limit=null`` to keep every checkpoint. The op and the model, as trained, come from
 the adapter's ``resolved_config.json``; the curve goes to ``learning_curve.json`` and
 ``learning_curve.png`` beside it. Exact match is the LOO harness's own score
-(``eval/harness.py``), with bootstrap CIs.
+(``eval/harness.py``), with bootstrap CIs, and per gold label (which relations a short budget
+has not learned yet). ``--steps 80 160`` rescores only those steps in the curve on disk.
 """
 
 from __future__ import annotations

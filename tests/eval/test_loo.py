@@ -174,7 +174,9 @@ def test_merge_refuses_a_missing_fold_or_records_filed_under_the_wrong_fold(
     assert not (tmp_path / "records.jsonl").exists()
 
 
-def test_a_parity_pass_scores_only_what_it_names(small_datasets: Path, export_dir: Path, tmp_path: Path) -> None:
+def test_a_parity_pass_scores_only_what_it_names(
+    small_datasets: Path, export_dir: Path, tmp_path: Path
+) -> None:
     """``replay=false extract_modes=[direct]``: what two backends' raw text is compared on,
     without the engine replays and two-stage calls a slow backend spends its time in."""
     cfg = config(tmp_path, small_datasets, export_dir)
