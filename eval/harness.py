@@ -185,7 +185,7 @@ def score_fold(
     episode: Episode,
     ops: LearnedOperators,
     records: Records,
-    modes: Sequence[str] = ("direct", "two-stage"),
+    modes: Sequence[str],
     batch: int = 32,
     progress: bool = True,
 ) -> None:
@@ -224,7 +224,7 @@ def replay_fold(
     episode: Episode,
     ops: LearnedOperators,
     records: Records,
-    modes: Sequence[str] = ("direct", "two-stage"),
+    modes: Sequence[str],
     progress: bool = True,
 ) -> None:
     """Replay the held-out trajectory through the engine once per variant not recorded yet. It re-extracts

@@ -115,8 +115,8 @@ def evaluate(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, An
             for fold, episode in episodes.items():
                 score_fold(fold, data, episode, ops, records, cfg.learned_modes(), cfg.batch, cfg.progress)
                 print(f"{fold}: operators scored ({len(records.records)} records so far)", flush=True)
-            for fold, episode in episodes.items():
-                if cfg.replay:
+            if cfg.replay:
+                for fold, episode in episodes.items():
                     replay_fold(fold, episode, ops, records, cfg.learned_modes(), cfg.progress)
                     print(f"{fold}: engine replayed ({len(records.records)} records so far)", flush=True)
     write_manifest(

@@ -196,7 +196,7 @@ def test_a_parity_pass_scores_only_what_it_names(
     assert (tmp_path / "oracle" / "report.md").exists()
 
 
-def test_extract_modes_are_checked_against_the_adapters(small_datasets: Path, export_dir: Path) -> None:
+def test_extract_modes_are_checked_against_the_adapters(export_dir: Path) -> None:
     with pytest.raises(ValueError, match="unknown"):
         LooConfig(folds=FOLDS, exports=[str(export_dir)], extract_modes=["three-stage"])
     with pytest.raises(ValueError, match="needs extract_stages=true"):
