@@ -9,8 +9,9 @@ import sys
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from core.config import entry_config
 from data.problems import DataError
 from train.config import TrainConfig  # importing it registers the schema with Hydra
 from train.recipe import AdapterExists, train_adapter
@@ -18,7 +19,7 @@ from train.recipe import AdapterExists, train_adapter
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="train")
 def main(raw: DictConfig) -> None:
-    cfg: TrainConfig = OmegaConf.to_object(raw)
+    cfg: TrainConfig = entry_config(raw)
     try:
         manifest = train_adapter(cfg, overrides=list(HydraConfig.get().overrides.task))
     except (AdapterExists, FileNotFoundError, DataError) as exc:

@@ -36,6 +36,11 @@ class ModelConfig:
     attn_implementation: str = "sdpa"
     gradient_checkpointing: bool = True
     lora: LoraSpec = field(default_factory=LoraSpec)
+    note: str | None = None
+    """What the LOO report says of this model's learned rows (e.g. that they are a smoke test)."""
+    cpu_recipe: str | None = None
+    """The recipe (``configs/recipe/``) that ``recipe=auto`` picks on a machine without CUDA;
+    unset: the model has no CPU recipe and trains with the GPU one."""
 
 
 MODEL_CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "model"

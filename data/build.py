@@ -20,25 +20,12 @@ from typing import Any
 
 from tqdm import tqdm
 
+from core.layout import ALL, SYNTHETIC
 from core.sessions import Episode
 from operators.examples import Example, stage_examples
-from operators.learned import STAGES_ADAPTER
-from operators.registry import EXTRACT, OPERATORS, OPS
-
-
-def datasets_of(stages: bool) -> tuple[str, ...]:
-    """The datasets a build writes per fold: one per operator and, with ``extract_stages=true``,
-    ``extract-stages`` (the extract examples with the two-stage procedure's mixed in). That one
-    has train and validation splits only: every extraction variant is scored on
-    ``extract/test.jsonl``."""
-    return (*OPS, STAGES_ADAPTER) if stages else OPS
-
+from operators.registry import EXTRACT, OPERATORS, OPS, STAGES_ADAPTER, adapters
 
 SPLITS: tuple[str, ...] = ("train", "validation", "test")
-ALL = "all"
-SYNTHETIC = "synthetic"
-TRAINING_FOLDS: tuple[str, ...] = (ALL, SYNTHETIC)
-"""Folds that hold no trajectory out: they have train and validation splits and no test split."""
 
 
 class LeakageError(RuntimeError):
@@ -56,7 +43,9 @@ class Pool:
     """Every example of every episode, per op, built once and shared by all folds."""
 
     datasets: tuple[str, ...] = OPS
-    """What each episode holds examples for: ``datasets_of(stages)``."""
+    """What each episode holds examples for: ``adapters(stages)``. ``extract-stages`` (the extract
+    examples with the two-stage procedure's mixed in) has train and validation splits only: every
+    extraction variant is scored on ``extract/test.jsonl``."""
     by_episode: dict[str, dict[str, list[Example]]] = field(default_factory=dict)
 
     def examples(self, op: str, episodes: list[Episode]) -> list[Example]:
@@ -82,7 +71,7 @@ def build_pool(
     stages: bool = False,
     stage_ratio: float | None = None,
 ) -> Pool:
-    pool = Pool(datasets_of(stages))
+    pool = Pool(adapters(stages))
     for episode in tqdm(episodes, desc="examples", unit="episode", disable=not progress):
         pool.by_episode[episode.id] = {
             name: op.examples(episode, random.Random(f"{seed}:{name}:{episode.id}"), compare_per_label)
@@ -206,7 +195,7 @@ def percentiles(values: list[int]) -> dict[str, int]:
 
 
 def length_counter(tokenizer_dir: Path) -> tuple[str, Callable[[Example], int]]:
-    """Token counts with the tiny model's tokenizer when it is built, else characters."""
+    """Token counts with the model's tokenizer when it is built, else characters."""
     if (tokenizer_dir / "tokenizer.json").exists():
         from transformers import AutoTokenizer
 
@@ -217,7 +206,7 @@ def length_counter(tokenizer_dir: Path) -> tuple[str, Callable[[Example], int]]:
                 tok.apply_chat_template(ex["prompt"] + ex["completion"], tokenize=True, return_dict=False)
             )
 
-        return "tokens (tiny tokenizer)", tokens
+        return f"tokens ({tokenizer_dir.name} tokenizer)", tokens
     return "characters", lambda ex: sum(len(m["content"]) for m in ex["prompt"] + ex["completion"])
 
 

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
-from data.build import TRAINING_FOLDS
-from data.names import known_names
-from data.sources import SourcesConfig
+from core.config import RunConfig, shared
+from core.layout import TRAINING_FOLDS
 
 
 @dataclass
-class DataConfig(SourcesConfig):
-    seed: int = 0
+class DataConfig(RunConfig):
+    """Writes ``datasets_dir``; the model's tokenizer (``model.path``) counts the card's tokens."""
+
     scenarios_per_family: int = 40
     noisy_per_family: int = 10
     noise: int = 3
@@ -27,22 +28,24 @@ class DataConfig(SourcesConfig):
     extract_stage_ratio: float | None = None
     """Stage examples per direct example in ``extract-stages``, drawn per episode; unset keeps
     them all (about 1.9 per direct example)."""
-    out_dir: str = "outputs/datasets"
-    tokenizer_dir: str = "outputs/models/tiny"
     folds: list[str] | None = None
     """Unset: every trajectory the annotations hold, then ``all`` and ``synthetic``."""
     validate: bool = False
     progress: bool = True
 
     def __post_init__(self) -> None:
-        names = self.sources().names()
         if self.folds is None:
-            self.folds = [*names, *TRAINING_FOLDS]
-        known_names("folds", self.folds, [*names, *TRAINING_FOLDS])
+            self.folds = [*self.sources().names(), *TRAINING_FOLDS]
+        self.check_folds("folds", self.folds, TRAINING_FOLDS)
         if self.extract_stage_ratio is not None and self.extract_stage_ratio < 0:
             raise ValueError(f"extract_stage_ratio={self.extract_stage_ratio}: must be 0 or more")
         if not 0 < self.validation_fraction < 1:
             raise ValueError(f"validation_fraction={self.validation_fraction}: must lie between 0 and 1")
+
+
+def data_config(run: RunConfig, **settings: Any) -> DataConfig:
+    """The data build of a run (all folds, its sources, seed and model), ``settings`` on top."""
+    return DataConfig(**shared(run, RunConfig), **settings)
 
 
 ConfigStore.instance().store(name="data_schema", node=DataConfig)

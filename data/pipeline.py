@@ -16,14 +16,15 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
+from core.layout import TRAINING_FOLDS
 from core.sessions import Episode
-from data.build import TRAINING_FOLDS, build_folds, build_pool, card, card_markdown
+from core.sources import Sources
+from data.build import build_folds, build_pool, card, card_markdown
 from data.config import DataConfig
 from data.problems import DataError, Problem
 from data.publish import publish, recover
 from data.replay import load_trajectories
 from data.scenarios.generate import scenarios
-from data.sources import Sources
 from memory.reader import answer
 
 
@@ -109,7 +110,8 @@ def check_partial_rebuild(cfg: DataConfig, out: Path) -> None:
                     None,
                     "config",
                     f"rebuilding {list(cfg.folds)} with {said} would leave "
-                    f"{kept} from the earlier build beside them; rebuild every fold or use another out_dir",
+                    f"{kept} from the earlier build beside them; rebuild every fold or use another "
+                    "datasets_dir",
                 )
             ]
         )
@@ -119,7 +121,7 @@ def build(cfg: DataConfig, overrides: list[str] | None = None) -> dict[str, Any]
     from data.manifest import fingerprint, write_manifest
 
     started = time.perf_counter()
-    out = Path(cfg.out_dir)
+    out = Path(cfg.datasets_dir)
     recover(out)  # a build killed while swapping: back to its previous complete set
     check_partial_rebuild(cfg, out)
     sources = cfg.sources()
@@ -157,7 +159,7 @@ def build(cfg: DataConfig, overrides: list[str] | None = None) -> dict[str, Any]
             sizes.update({f: {op: before[f][op] for op in pool.datasets} for f in kept if f in before})
             order = [*sources.names(), *TRAINING_FOLDS]
             sizes = dict(sorted(sizes.items(), key=lambda kv: order.index(kv[0])))
-        info = card(pool, episodes, sizes, Path(cfg.tokenizer_dir))
+        info = card(pool, episodes, sizes, Path(cfg.model.path))
         (staging / "card.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
         (staging / "card.md").write_text(card_markdown(info))
         where = {**{f: out / f for f in kept}, **{f: staging / f for f in cfg.folds}}

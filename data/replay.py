@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.records import Catalog, CatalogEntry, ExtractedClaim
 from core.sessions import Episode, Query, Session
+from core.sources import Sources
 from data.problems import DataError, Problem, decode, from_validation, line_of, yaml_with_lines
-from data.sources import Sources
 from memory.claims import Timestamp
 
 BODY_CHARS = 240

@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
 
-from core.models import ModelConfig
-from data.build import SYNTHETIC, datasets_of
-from data.names import known_names, safe_path
-from data.sources import SourcesConfig
+from core.config import RunConfig
+from core.layout import SYNTHETIC
+from core.names import known_names, safe_path
 from operators.backends.factory import BackendConfig
 from operators.engine import MODES
 from operators.learned import EXTRACT_MODES
+from train.config import TrainingRun
 
 
 @dataclass
-class ReplayConfig(SourcesConfig):
+class ReplayConfig(RunConfig):
     trajectory: str = "patch-guardrails"
     engine: str = "symbolic"
     """Which operators drive the engine: symbolic | learned | hybrid (``operators.engine.MODES``)."""
@@ -27,14 +26,12 @@ class ReplayConfig(SourcesConfig):
     extract: str = "direct"
     """direct | two-stage | two-stage-trained (needs an ``extract-stages`` adapter)."""
     backend: BackendConfig = field(default_factory=BackendConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
     adapters: str | None = None
     """A directory holding extract/, compare/ and update/; default: the trajectory's LOO fold."""
-    adapters_dir: str = "outputs/adapters"
     budget: int = 1700
 
     def __post_init__(self) -> None:
-        known_names("trajectory", [self.trajectory], self.sources().names())
+        self.check_folds("trajectory", [self.trajectory])
         if self.operators is not None:
             raise ValueError(f"operators= is now engine=: pass engine={self.operators}")
         if self.engine not in MODES:
@@ -44,12 +41,13 @@ class ReplayConfig(SourcesConfig):
 
 
 @dataclass
-class LooConfig(SourcesConfig):
+class LooConfig(TrainingRun):
+    """A LOO run: what it evaluates, and (from ``TrainingRun``) how it trains missing adapters."""
+
     run: str = "tiny-hf"
-    """Run name: records and report go to ``<out_dir>/<run>/``; rerunning it resumes."""
+    """Run name: records and report go to ``<runs_dir>/<run>/``; rerunning it resumes."""
     folds: list[str] | None = None
     """Unset: every trajectory the annotations hold."""
-    model: ModelConfig = field(default_factory=ModelConfig)
     backend: BackendConfig = field(default_factory=BackendConfig)
     adapters: str | None = None
     """A root holding ``<fold>/{extract,compare,update}``; unset: ``<adapters_dir>/<model>``,
@@ -57,15 +55,6 @@ class LooConfig(SourcesConfig):
     adapters_fold: str | None = None
     """Evaluate every fold with this training fold's adapters instead of each fold's own:
     ``synthetic`` holds no trajectory in training, so its 3 adapters are held-out for all five."""
-    adapters_dir: str = "outputs/adapters"
-    datasets_dir: str = "outputs/datasets"
-    out_dir: str = "outputs/loo"
-    seed: int = 0
-    train_overrides: list[str] = field(default_factory=list)
-    """train.py overrides used when an adapter has to be trained (e.g. max_steps=30)."""
-    op_train_overrides: dict[str, list[str]] = field(default_factory=dict)
-    """Per-operator train.py overrides, applied after ``train_overrides`` (e.g. a step budget
-    per operator: compare learns slowest); ``extract-stages`` names the staged extract adapter."""
     extract_stages: bool = False
     """Also build the ``extract-stages`` data, train its adapter and score two-stage-trained
     extraction beside direct and grammar-only two-stage."""
@@ -85,37 +74,38 @@ class LooConfig(SourcesConfig):
         return tuple(m for m in EXTRACT_MODES if self.extract_stages or m != "two-stage-trained")
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         safe_path("run", self.run)
+        if self.op.name is not None:
+            raise ValueError(f"op.name={self.op.name!r}: a run trains every adapter; op.* applies to all")
         known_names("extract_modes", self.extract_modes or [], list(EXTRACT_MODES))
         if "two-stage-trained" in (self.extract_modes or []) and not self.extract_stages:
             raise ValueError("extract_modes: two-stage-trained needs extract_stages=true (its adapter)")
-        names = self.sources().names()
         if self.folds is None:
-            self.folds = names
-        known_names("folds", self.folds, names)
-        if unknown := sorted(set(self.op_train_overrides) - set(datasets_of(True))):
-            raise ValueError(
-                f"op_train_overrides: unknown operator {unknown}; expected some of {datasets_of(True)}"
-            )
+            self.folds = self.sources().names()
+        self.check_folds("folds", self.folds)
         if self.adapters_fold not in (None, SYNTHETIC):
             raise ValueError(
                 f"adapters_fold={self.adapters_fold!r}: only {SYNTHETIC!r} holds every trajectory out"
             )
 
 
-def compose_config(name: str, overrides: list[str]) -> Any:
-    """The typed config an entry script would get from ``configs/<name>.yaml`` and these overrides,
-    inside a running Hydra app or outside one."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from omegaconf import OmegaConf
+@dataclass
+class ReportConfig:
+    run: str = MISSING
+    """A LOO run's directory (``<runs_dir>/<run>``); its records are read, nothing is scored."""
+    merge: list[str] | None = None
+    """First gather the records Slurm eval jobs wrote under ``<run>/folds/<fold>/``."""
 
-    if GlobalHydra.instance().is_initialized():
-        return OmegaConf.to_object(compose(name, overrides=overrides))
-    configs = Path(__file__).resolve().parents[1] / "configs"
-    with initialize_config_dir(config_dir=str(configs), version_base="1.3"):
-        return OmegaConf.to_object(compose(name, overrides=overrides))
+
+@dataclass
+class ParityConfig:
+    first: str = MISSING
+    """A LOO run's directory; ``second`` is another run over the same samples."""
+    second: str = MISSING
 
 
 ConfigStore.instance().store(name="replay_schema", node=ReplayConfig)
+ConfigStore.instance().store(name="report_schema", node=ReportConfig)
+ConfigStore.instance().store(name="parity_schema", node=ParityConfig)
 ConfigStore.instance().store(name="loo_schema", node=LooConfig)

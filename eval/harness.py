@@ -22,7 +22,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from core.layout import dataset_dir
+from core.layout import test_file
 from core.sessions import Episode
 from eval.metrics import claim_f1
 from eval.records import Record, Records
@@ -35,7 +35,7 @@ from operators.symbolic import prompt_key
 
 
 def load_test(datasets_dir: Path, fold: str, op: str) -> list[dict[str, Any]]:
-    path = dataset_dir(datasets_dir, fold, op) / "test.jsonl"
+    path = test_file(datasets_dir, fold, op)
     if not path.exists():
         raise FileNotFoundError(f"no test split at {path}; build it with: python scripts/build_data.py")
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]

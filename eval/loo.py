@@ -10,10 +10,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from core.layout import adapters_path, dataset_dir, run_dir
+from core.layout import adapters_path, run_dir, test_file
+from data.config import data_config
 from data.manifest import fingerprint, write_manifest
 from data.replay import load_trajectory
-from eval.config import LooConfig, compose_config
+from eval.config import LooConfig
 from eval.harness import load_test, replay_fold, score_fold
 from eval.plan import steps
 from eval.records import Records
@@ -23,41 +24,14 @@ from operators.backends.symbolic import SymbolicBackend
 from operators.learned import LearnedOperators
 from operators.registry import DECISIONS, OPS
 from train.builds import ensure_model
-from train.config import TrainConfig
+from train.config import train_config
 
 
 def build_datasets(cfg: LooConfig) -> None:
-    from data.config import DataConfig
     from data.pipeline import build as build_data
 
     print(f"building datasets into {cfg.datasets_dir}", flush=True)
-    build_data(
-        DataConfig(
-            out_dir=cfg.datasets_dir,
-            annotations=cfg.annotations,
-            exports=cfg.exports,
-            seed=cfg.seed,
-            extract_stages=cfg.extract_stages,
-        )
-    )
-
-
-def train_config(cfg: LooConfig, fold: str, op: str) -> tuple[TrainConfig, list[str]]:
-    """train.py's own config for one adapter, composed from configs/train.yaml."""
-    overrides = [
-        f"op={op}",
-        f"fold={fold}",
-        f"model={cfg.model.name}",
-        f"model.path={cfg.model.path}",
-        f"datasets_dir={cfg.datasets_dir}",
-        f"adapters_dir={cfg.adapters_dir}",
-        *cfg.source_overrides(),
-        f"seed={cfg.seed}",
-        "resume=true",
-        *cfg.train_overrides,
-        *cfg.op_train_overrides.get(op, []),
-    ]
-    return compose_config("train", overrides), overrides
+    build_data(data_config(cfg, extract_stages=cfg.extract_stages, progress=cfg.progress))
 
 
 def train_adapters(cfg: LooConfig, fold: str, ops: list[str]) -> None:
@@ -65,7 +39,7 @@ def train_adapters(cfg: LooConfig, fold: str, ops: list[str]) -> None:
 
     for op in ops:
         print(f"{fold}: training the {op} adapter", flush=True)
-        manifest = train_adapter(*train_config(cfg, fold, op))
+        manifest = train_adapter(train_config(cfg, fold, op))
         print(
             f"{fold}: {op} adapter: eval loss {manifest['eval_loss']:.4f}, {manifest['wall_seconds']:.0f} s"
         )
@@ -80,7 +54,7 @@ def adapters_of(cfg: LooConfig, fold: str) -> Path:
 
 
 def evaluate(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
-    out = run_dir(cfg.out_dir, cfg.run)
+    out = run_dir(cfg.runs_dir, cfg.run)
     out.mkdir(parents=True, exist_ok=True)
     records = Records(out / "records.jsonl")
     began = time.perf_counter()
@@ -124,10 +98,14 @@ def evaluate(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, An
         config=asdict(cfg),
         overrides=overrides or [],
         seed=cfg.seed,
-        dataset_fingerprint=fingerprint(
-            dataset_dir(cfg.datasets_dir, f, op) / "test.jsonl" for f in cfg.folds for op in OPS
-        ),
-        run={"name": cfg.run, "model": cfg.model.name, "backend": cfg.backend.kind, "folds": cfg.folds},
+        dataset_fingerprint=fingerprint(test_file(cfg.datasets_dir, f, op) for f in cfg.folds for op in OPS),
+        run={
+            "name": cfg.run,
+            "model": cfg.model.name,
+            "model_note": cfg.model.note,
+            "backend": cfg.backend.kind,
+            "folds": cfg.folds,
+        },
         adapters={f: str(adapters_of(cfg, f)) for f in cfg.folds},
         serving=serving,
         records=len(records.records),

@@ -7,8 +7,6 @@ catches a difference even where both answers happen to be right (or wrong).
 
 from __future__ import annotations
 
-import json
-import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -33,16 +31,3 @@ def parity(run_a: Path, run_b: Path) -> dict[str, dict[str, Any]]:
         name: {"identical": same, "samples": total, "share": same / total if total else None}
         for name, (same, total) in sorted(counts.items())
     }
-
-
-def main() -> None:
-    """python -m eval.parity <run dir> <run dir>: prints the table and writes it as JSON to stdout."""
-    run_a, run_b = (Path(p) for p in sys.argv[1:3])
-    result = parity(run_a, run_b)
-    for name, row in result.items():
-        print(f"{name:20s} {row['identical']:4d}/{row['samples']:<4d} {row['share']:.1%}", file=sys.stderr)
-    print(json.dumps(result, indent=2))
-
-
-if __name__ == "__main__":
-    main()

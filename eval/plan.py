@@ -15,7 +15,7 @@ from typing import Protocol
 
 from core.layout import adapter_finished, adapters_path, unready
 from core.models import ModelConfig
-from data.build import datasets_of
+from operators.registry import adapters
 from train.builds import built
 
 
@@ -52,7 +52,7 @@ class Run(Protocol):
 def steps(cfg: Run, adapters_fold: str | None = None, trains: bool = True) -> Plan:
     """``adapters_fold``: one fold's adapters serve every fold. ``trains=False``: the adapters
     are given (``adapters=<dir>``) or not needed, so none is planned."""
-    folds, ops = list(cfg.folds or []), datasets_of(cfg.extract_stages)
+    folds, ops = list(cfg.folds or []), adapters(cfg.extract_stages)
     adapter_folds = [adapters_fold] if adapters_fold else folds
     untrained = [
         (fold, op)

@@ -10,6 +10,7 @@ from typing import Any
 from eval.metrics import (
     BOOTSTRAP_RESAMPLES,
     ERROR_CLASSES,
+    SEED,
     bootstrap_ci,
     extraction_errors,
     mcnemar_exact,
@@ -178,25 +179,40 @@ def _cell(stat: dict[str, Any]) -> str:
 
 
 def markdown(summary: dict[str, Any], run: dict[str, Any]) -> str:
-    lines = [f"# Leave-one-out report: {run.get('name', '')}", ""]
-    lines += [
+    """The report: one function per section, in reading order."""
+    sections = (
+        header(run),
+        variant_tables(summary),
+        parse_failure_table(summary),
+        value_and_engine_table(summary),
+        direct_vs_two_stage(summary),
+        extraction_sections(summary),
+        learned_vs_prompted(summary),
+        references(),
+    )
+    return "\n".join(line for section in sections for line in section)
+
+
+def header(run: dict[str, Any]) -> list[str]:
+    lines = [
+        f"# Leave-one-out report: {run.get('name', '')}",
+        "",
         f"Model `{run.get('model')}`, backend `{run.get('backend')}`. Means with bootstrap 95% CIs "
-        "(10,000 resamples, seed 0); n is the number of held-out examples.",
+        f"({BOOTSTRAP_RESAMPLES:,} resamples, seed {SEED}); n is the number of held-out examples.",
         "",
         "`symbolic` is the reference ceiling: the engine's rules run on the same inputs, with gold "
         "extraction. Its compare and update labels come from those rules, so 1.00 there is by "
         "construction; its engine rows measure the engine and the reader themselves.",
         "",
     ]
-    if run.get("model") == "tiny":
-        lines += [
-            "**Read the learned rows as a smoke test, not a result.** They come from a 1.1M-parameter "
-            "model trained for a few dozen steps on CPU. Near-chance figures on held-out folds are the "
-            "truth for such a model; nothing here says how Qwen2.5-14B adapters would do.",
-            "",
-        ]
-    shown = summary["variants"]
-    for variant in shown:
+    if run.get("model_note"):  # what the model's config says its rows can mean (configs/model/)
+        lines += [run["model_note"], ""]
+    return lines
+
+
+def variant_tables(summary: dict[str, Any]) -> list[str]:
+    lines = []
+    for variant in summary["variants"]:
         lines += [
             f"## {variant}",
             "",
@@ -209,7 +225,12 @@ def markdown(summary: dict[str, Any], run: dict[str, Any]) -> str:
         s = summary["mean"][variant]
         lines.append("| **all folds** | " + " | ".join(_cell(s[m]) for m in ("overall", *OPS)) + " |")
         lines.append("")
-    lines += [
+    return lines
+
+
+def parse_failure_table(summary: dict[str, Any]) -> list[str]:
+    shown = summary["variants"]
+    lines = [
         "## Answers that failed to parse",
         "",
         "Share of answers that were not valid JSON for the operator's schema (scored 0).",
@@ -223,15 +244,23 @@ def markdown(summary: dict[str, Any], run: dict[str, Any]) -> str:
             for v in shown
         ]
         lines.append(f"| {op} | " + " | ".join(cells) + " |")
-    lines += ["", "## Extraction by value, and the engine", ""]
+    return lines
+
+
+def value_and_engine_table(summary: dict[str, Any]) -> list[str]:
+    lines = ["", "## Extraction by value, and the engine", ""]
     lines += ["| Variant | Extract (value) | Engine state | Engine queries |", "| --- | --- | --- | --- |"]
-    for variant in shown:
+    for variant in summary["variants"]:
         s = summary["mean"][variant]
         cells = " | ".join(_cell(s[m]) for m in ("extract_value", "engine_state", "engine_queries"))
         lines.append(f"| {variant} | {cells} |")
+    return lines
+
+
+def direct_vs_two_stage(summary: dict[str, Any]) -> list[str]:
     t = summary["tests"]["extract_direct_vs_two_stage"]
     m, b = t["mcnemar_exact_match"], t["paired_bootstrap"]
-    lines += [
+    lines = [
         "",
         "## Direct vs two-stage extraction (paired, all folds)",
         "",
@@ -243,8 +272,11 @@ def markdown(summary: dict[str, Any], run: dict[str, Any]) -> str:
             f"- Paired bootstrap on schema F1 (two-stage − direct): {b['mean_diff']:+.3f} "
             f"[{b['ci'][0]:+.3f}, {b['ci'][1]:+.3f}], p = {b['p']:.3g}."
         )
-    lines += extraction_sections(summary)
-    lines += [
+    return lines
+
+
+def learned_vs_prompted(summary: dict[str, Any]) -> list[str]:
+    lines = [
         "",
         "## Learned (two-stage) vs prompted (paired, all folds)",
         "",
@@ -261,16 +293,19 @@ def markdown(summary: dict[str, Any], run: dict[str, Any]) -> str:
             "–" if b["mean_diff"] is None else f"{b['mean_diff']:+.3f} [{b['ci'][0]:+.3f}, {b['ci'][1]:+.3f}]"
         )
         lines.append(f"| {metric} | {m['only_first']} | {m['only_second']} | {m['p']:.3g} | {diff} |")
+    return lines
+
+
+def references() -> list[str]:
     ref = ", ".join(f"{k} {d:.2f} / {s:.2f}" for k, (d, s) in PUBLISHED.items())
     confusions = ", ".join(f"`figures/confusion_{op}.png`" for op in DECISIONS)
-    lines += [
+    return [
         "",
         f"Published reference for Qwen2.5-14B-Instruct adapters (direct / two-stage): {ref}.",
         "",
         f"Figures: `figures/folds.png`, {confusions}.",
         "",
     ]
-    return "\n".join(lines)
 
 
 ERROR_HEADERS = {

@@ -10,14 +10,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from core.layout import ADAPTER_MANIFEST
+from core.layout import ADAPTER_MANIFEST, adapter_finished, checkpoint_complete
 from operators.backends import BackendError
 
 WEIGHTS = "adapter_model.safetensors"
 CONFIG = "adapter_config.json"
-FINISHED = (ADAPTER_MANIFEST, "trainer_state.json")
-"""An adapter is finished by ``core.layout``'s rule; a Trainer checkpoint (a learning-curve point)
-ends with its trainer state. Either one says the directory was finished."""
 
 
 def safetensors_problem(path: Path) -> str | None:
@@ -59,6 +56,7 @@ def check_adapter(name: str, path: str | Path) -> dict[str, Any]:
         raise BackendError(f"{where}: no {WEIGHTS} (was its training finished?)")
     if problem := safetensors_problem(folder / WEIGHTS):
         raise BackendError(f"{where}: {WEIGHTS} is damaged: {problem}")
-    if not any((folder / f).exists() for f in FINISHED):
-        raise BackendError(f"{where}: no {FINISHED[0]}, so its training never finished")
+    # A finished adapter, or a whole Trainer checkpoint (a learning-curve point): core.layout's rules.
+    if not (adapter_finished(folder) or checkpoint_complete(folder)):
+        raise BackendError(f"{where}: no {ADAPTER_MANIFEST}, so its training never finished")
     return config

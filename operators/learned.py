@@ -21,7 +21,7 @@ from memory.claims import Claim
 from memory.state import Entry
 from operators.backends import BASE, Backend, Completion, Messages, Request
 from operators.prompts import fill_messages, select_messages
-from operators.registry import COMPARE, EXTRACT, UPDATE, Operator
+from operators.registry import COMPARE, EXTRACT, STAGES_ADAPTER, UPDATE, Operator
 from operators.schemas import MAX_PAIRS, Selection, fill_model, json_schema, note_branches, select_model
 
 ExtractMode = Literal["direct", "two-stage", "two-stage-trained"]
@@ -32,8 +32,6 @@ EXTRACT_MODES: tuple[ExtractMode, ...] = ("direct", "two-stage", "two-stage-trai
 grammars, on the extract adapter (trained on direct prompts only: the grammar alone carries the
 procedure). ``two-stage-trained``: the same calls on the ``extract-stages`` adapter, trained on
 the stage prompts too."""
-STAGES_ADAPTER = "extract-stages"
-"""The extract adapter trained with the stage examples mixed in; also its dataset's name."""
 
 
 def _round_up(n: int, step: int = 64) -> int:

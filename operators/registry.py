@@ -3,8 +3,10 @@ how many tokens it may spend, how its training examples are built and, for a dec
 symbolic rule it is read against.
 
 Datasets, training, serving, the harness, the report and the Slurm arrays all iterate over
-``OPERATORS``; nothing else lists them. An operator's name is also its dataset's and its
-adapter's name, and its training settings are ``configs/op/<name>.yaml``.
+``OPERATORS`` and ``ADAPTERS``; nothing else lists them. An operator's name is also its
+dataset's and its adapter's name. ``ADAPTERS`` adds ``extract-stages``, the extract adapter of
+two-stage-trained extraction, and holds every adapter's training defaults (``train.py op=<name>``
+starts from them; a recipe or the command line overrides them).
 
 Two kinds exist. ``extract`` reads a note into claims and is scored by claim F1 against the
 gold annotation (its oracle), directly or in two grammar-constrained stages. Every other
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
@@ -102,3 +104,49 @@ OPS: tuple[str, ...] = tuple(OPERATORS)
 """Every operator's name, each an adapter and a dataset of that name."""
 DECISIONS: tuple[str, ...] = tuple(name for name, op in OPERATORS.items() if op.rule is not None)
 """The decision operators: scored by exact match, with a symbolic rule."""
+
+
+@dataclass(frozen=True)
+class Training:
+    """An adapter's training defaults (DESIGN §6): the GPU recipe's values for this operator."""
+
+    max_length: int
+    epochs: float = 2.0
+    learning_rate: float = 2e-4
+    per_device_batch: int = 1
+    grad_accum: int = 8
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """One trained adapter, its dataset of the same name, and the operator it answers for."""
+
+    name: str
+    operator: Operator
+    training: Training = field(repr=False)
+    staged: bool = False
+    """Trained on the two-stage extractor's own calls beside the direct examples (its dataset is
+    built with ``extract_stages=true``, and it is scored on the operator's test split)."""
+
+
+LONG = Training(max_length=4096, per_device_batch=1, grad_accum=8)
+SHORT = Training(max_length=1024, per_device_batch=4, grad_accum=4)
+STAGES_ADAPTER = "extract-stages"
+ADAPTERS: dict[str, Adapter] = {
+    a.name: a
+    for a in (
+        Adapter(EXTRACT.name, EXTRACT, LONG),
+        Adapter(COMPARE.name, COMPARE, SHORT),
+        Adapter(UPDATE.name, UPDATE, SHORT),
+        Adapter(STAGES_ADAPTER, EXTRACT, LONG, staged=True),
+    )
+}
+"""Every adapter a run may train and serve: one per operator, and ``extract-stages``."""
+MAX_ADAPTERS = len(ADAPTERS)
+"""The most adapters one server holds at once (vLLM's ``--max-loras``)."""
+
+
+def adapters(stages: bool) -> tuple[str, ...]:
+    """The adapters (and datasets) of a run: every operator's and, with ``extract_stages``, the
+    staged ones."""
+    return tuple(name for name, a in ADAPTERS.items() if stages or not a.staged)

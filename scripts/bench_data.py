@@ -14,11 +14,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from core.sources import EXPORTS
 from data.build import build_folds, build_pool
 from data.config import DataConfig
 from data.replay import load_trajectories
 from data.scenarios.generate import scenarios
-from data.sources import EXPORTS
 
 
 def once(cfg: DataConfig, out: Path) -> dict[str, float]:

@@ -7,7 +7,7 @@ One command, three child processes (argument lists), everything under ``--root``
    adapters, and the five folds on ``hf``, engine replays included;
 2. the same config with ``backend=vllm replay=false extract_modes=[direct]``: every operator
    on one vLLM server holding the same adapters, for the parity of the two backends;
-3. ``eval.parity`` of the two runs.
+3. the decoding parity of the two runs (``eval/parity.py``).
 
 Then it prints the wall time of each child and of each stage inside the first (read from what
 the stages wrote: ``build.json``, the adapter manifests), the training tokens/s, the pooled
@@ -25,7 +25,9 @@ import sys
 import time
 from pathlib import Path
 
-from eval.config import compose_config
+from core.config import compose_config
+from core.layout import OUTPUTS
+from eval.parity import parity as decoding_parity
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,7 +58,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--config-name", default="smollm2-cpu")
-    parser.add_argument("--root", type=Path, default=Path("outputs/bench/heldout"))
+    parser.add_argument("--root", type=Path, default=Path(OUTPUTS) / "bench" / "heldout")
     args = parser.parse_args()
     root = args.root.resolve()
     (root / "logs").mkdir(parents=True, exist_ok=True)
@@ -65,16 +67,13 @@ def main() -> None:
         f"model.path={model_path}",
         f"datasets_dir={root / 'datasets'}",
         f"adapters_dir={root / 'adapters'}",
-        f"out_dir={root / 'loo'}",
+        f"runs_dir={root / 'loo'}",
     ]
     loo = [sys.executable, "scripts/loo.py", "--config-name", args.config_name, *where]
     walls = {"hf": run("hf", [*loo, "run=hf"], root / "logs" / "hf.log")}
     vllm = [*loo, "run=vllm", "backend=vllm", "replay=false", "extract_modes=[direct]"]
     walls["vllm"] = run("vllm", vllm, root / "logs" / "vllm.log")
-    parity_argv = [sys.executable, "-m", "eval.parity", str(root / "loo" / "hf"), str(root / "loo" / "vllm")]
-    parity = json.loads(
-        subprocess.run(parity_argv, cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    )
+    parity = decoding_parity(root / "loo" / "hf", root / "loo" / "vllm")
 
     stages = {"model build": json.loads((model_path / "build.json").read_text())["seconds"]}
     training = {}

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from core.models import model_config
+from core.sources import ANNOTATIONS, EXPORTS, Sources
 from data.replay import load_trajectory
-from data.sources import ANNOTATIONS, EXPORTS, Sources
 from operators.backends.factory import BackendConfig, open_backend
 from operators.learned import LearnedOperators, Outcome
 from train.builds import ensure_model

@@ -21,6 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from core.layout import DATASETS
+
 ROOT = Path(__file__).resolve().parents[1]
 PRECISIONS = {
     "fp32": ["model.load_in_4bit=false", "model.compute_dtype=float32"],
@@ -37,6 +39,7 @@ def measure(precision: str, args: argparse.Namespace, scratch: Path) -> dict:
         f"op={args.op}",
         "fold=synthetic",
         f"model={args.model}",
+        "recipe=gpu",  # the settings below, as measured before recipes existed; not the model's CPU recipe
         f"datasets_dir={args.datasets_dir}",
         f"adapters_dir={scratch / precision}",
         f"max_steps={args.steps}",
@@ -72,7 +75,7 @@ def main() -> None:
     parser.add_argument("--precisions", default=",".join(PRECISIONS), help=f"some of {', '.join(PRECISIONS)}")
     parser.add_argument("--op", default="compare")
     parser.add_argument("--steps", type=int, default=6)
-    parser.add_argument("--datasets-dir", default="outputs/datasets")
+    parser.add_argument("--datasets-dir", default=DATASETS)
     args = parser.parse_args()
     chosen = args.precisions.split(",")
     if unknown := [p for p in chosen if p not in PRECISIONS]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 
+from core.sources import ANNOTATIONS, EXPORTS, Sources
 from data.replay import load_trajectories
-from data.sources import ANNOTATIONS, EXPORTS, Sources
 from memory.renderer import CURRENT, TRANSITIONS
 
 

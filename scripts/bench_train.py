@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from core.layout import DATASETS, MODELS
+
 QWEN25_14B = {
     "hidden_size": 5120,
     "intermediate_size": 13824,
@@ -105,8 +107,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--examples", type=int, default=256)
     parser.add_argument("--max-length", type=int, default=2048)
-    parser.add_argument("--datasets-dir", default="outputs/datasets")
-    parser.add_argument("--tokenizer", default="outputs/models/tiny")
+    parser.add_argument("--datasets-dir", default=DATASETS)
+    parser.add_argument("--tokenizer", default=f"{MODELS}/tiny")
     parser.add_argument("--only", choices=["baseline", "recipe"], help=argparse.SUPPRESS)
     parser.add_argument("--model-path", help=argparse.SUPPRESS)
     parser.add_argument("--scratch", help=argparse.SUPPRESS)

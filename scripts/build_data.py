@@ -9,8 +9,9 @@ import sys
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from core.config import entry_config
 from data.config import DataConfig
 from data.pipeline import build, validate
 from data.problems import DataError
@@ -18,7 +19,7 @@ from data.problems import DataError
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="data")
 def main(raw: DictConfig) -> None:
-    cfg: DataConfig = OmegaConf.to_object(raw)
+    cfg: DataConfig = entry_config(raw)
     try:
         if cfg.validate:
             counts = validate(cfg)
@@ -30,8 +31,8 @@ def main(raw: DictConfig) -> None:
     except DataError as exc:
         print(exc, file=sys.stderr)
         sys.exit(1)
-    print(f"{result['examples']} examples in {result['seconds']:.1f} s -> {cfg.out_dir}")
-    print(f"card: {cfg.out_dir}/card.md")
+    print(f"{result['examples']} examples in {result['seconds']:.1f} s -> {cfg.datasets_dir}")
+    print(f"card: {cfg.datasets_dir}/card.md")
 
 
 if __name__ == "__main__":

@@ -10,8 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from core.sources import EXPORTED
 from data.export import ExportError, commits_from_file, commits_from_trajectory, export
-from data.sources import EXPORTED
 
 
 def main() -> None:

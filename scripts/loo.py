@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import signal
 import sys
-from pathlib import Path
 from types import FrameType
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from core.config import entry_config
+from core.layout import run_dir
 from data.problems import DataError
 from eval.config import LooConfig
 from eval.loo import evaluate
@@ -33,7 +34,7 @@ def _exit(signum: int, frame: FrameType | None) -> None:
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="loo")
 def main(raw: DictConfig) -> None:
-    cfg: LooConfig = OmegaConf.to_object(raw)
+    cfg: LooConfig = entry_config(raw)
     signal.signal(signal.SIGTERM, _exit)
     try:
         summary = evaluate(cfg, overrides=list(HydraConfig.get().overrides.task))
@@ -43,7 +44,7 @@ def main(raw: DictConfig) -> None:
     print()
     print(table(summary))
     print()
-    print(f"report: {Path(cfg.out_dir) / cfg.run / 'report.md'}")
+    print(f"report: {run_dir(cfg.runs_dir, cfg.run) / 'report.md'}")
 
 
 if __name__ == "__main__":

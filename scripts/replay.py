@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from core.config import entry_config
 from core.layout import adapters_path
 from data.problems import DataError
 from data.replay import load_trajectory
@@ -23,7 +24,7 @@ from operators.learned import LearnedOperators
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="replay")
 def main(raw: DictConfig) -> None:
-    cfg: ReplayConfig = OmegaConf.to_object(raw)
+    cfg: ReplayConfig = entry_config(raw)
     try:
         episode = load_trajectory(cfg.trajectory, cfg.sources())
         if cfg.engine == "symbolic":

@@ -9,15 +9,16 @@ import sys
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from core.config import entry_config
 from slurm.config import SubmitConfig
 from slurm.submit import SubmitError, submit
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="submit")
 def main(raw: DictConfig) -> None:
-    cfg: SubmitConfig = OmegaConf.to_object(raw)
+    cfg: SubmitConfig = entry_config(raw)
     try:
         submit(cfg, overrides=list(HydraConfig.get().overrides.task))
     except SubmitError as exc:

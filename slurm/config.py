@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from hydra.core.config_store import ConfigStore
 
-from core.models import ModelConfig
-from data.names import known_names
-from data.sources import SourcesConfig
-from operators.backends.factory import BackendConfig
+from core.config import AUTO
+from eval.config import LooConfig
 
 STEPS = ("prepare", "train", "eval", "report")
 _MEM = re.compile(r"\d+[KMGT]?")
@@ -59,30 +58,16 @@ class StepResources:
 
 
 @dataclass
-class SubmitConfig(SourcesConfig):
+class SubmitConfig(LooConfig):
+    """A LOO run on a cluster: every field of ``LooConfig`` (what is trained, how and what is
+    scored) reaches the jobs as typed configs, plus the cluster's own settings below."""
+
     run: str = "qwen2.5-14b-instruct-vllm"
-    """Records and report go to ``<out_dir>/<run>/``; also the prefix of the job names."""
-    folds: list[str] | None = None
-    """Unset: every trajectory the annotations hold."""
-    model: ModelConfig = field(default_factory=ModelConfig)
-    backend: BackendConfig = field(default_factory=BackendConfig)
+    """Records and report go to ``<runs_dir>/<run>/``; also the prefix of the job names."""
     resources: StepResources = field(default_factory=StepResources)
-    datasets_dir: str = "outputs/datasets"
-    adapters_dir: str = "outputs/adapters"
-    out_dir: str = "outputs/loo"
     logs_dir: str = "logs"
-    seed: int = 0
-    extract_stages: bool = False
-    """Also build the staged extract data, train each fold's ``extract-stages`` adapter and score
-    two-stage-trained extraction (as ``scripts/loo.py extract_stages=true``)."""
     prepare: bool = True
     """Submit the prepare job when datasets (or the tiny model) are missing."""
-    data_overrides: list[str] = field(default_factory=list)
-    """scripts/build_data.py overrides for the prepare job."""
-    train_overrides: list[str] = field(default_factory=list)
-    """train.py overrides for every training task (e.g. max_steps=30)."""
-    eval_overrides: list[str] = field(default_factory=list)
-    """scripts/loo.py overrides for every eval job (e.g. batch=64)."""
     accelerate_config: str | None = None
     """slurm/accelerate/ddp.yaml or fsdp_qlora.yaml for multi-GPU training; unset: one process."""
     account: str | None = None
@@ -91,26 +76,28 @@ class SubmitConfig(SourcesConfig):
     sbatch: str = "sbatch"
     """sbatch to call; scancel is taken from the same folder."""
     dry_run: bool = False
+    runs_here: ClassVar[bool] = False
+    """The jobs train on the cluster's nodes: ``recipe=auto`` is not decided on this machine."""
 
     def __post_init__(self) -> None:
-        names = self.sources().names()
-        if self.folds is None:
-            self.folds = names
-        known_names("folds", self.folds, names)
+        super().__post_init__()
         if not self.folds:
-            raise ValueError(f"folds: none given; expected some of {', '.join(names)}")
+            raise ValueError(f"folds: none given; expected some of {', '.join(self.sources().names())}")
         if len(set(self.folds)) != len(self.folds):
             raise ValueError(f"folds: {self.folds} names a fold twice")
         if not _NAME.fullmatch(self.run):
             raise ValueError(f"run={self.run!r}; use letters, digits, '.', '_' and '-' only")
         if self.backend.kind == "symbolic":
             raise ValueError("backend=symbolic needs no cluster; run scripts/loo.py backend=symbolic")
+        if self.recipe == AUTO:
+            raise ValueError(
+                "recipe=auto: this machine's devices say nothing of the nodes'; name the recipe the "
+                "training jobs run (recipe=gpu, recipe=cpu, recipe=smollm2-cpu)"
+            )
+        if self.adapters_fold is not None:
+            raise ValueError("adapters_fold: not on Slurm yet; run scripts/loo.py adapters_fold=...")
         for step in STEPS:
             getattr(self.resources, step).check(step)
-        for name in ("data_overrides", "train_overrides", "eval_overrides"):
-            bad = [o for o in getattr(self, name) if "=" not in o or "\n" in o]
-            if bad:
-                raise ValueError(f"{name}: {bad} are not key=value overrides")
 
 
 ConfigStore.instance().store(name="submit_schema", node=SubmitConfig)

@@ -8,9 +8,9 @@ as soon as its three adapters exist; the report waits for every eval. With
 pending forever. Finished adapters are not trained again and present datasets are not rebuilt,
 so resubmitting a run picks up where it stopped.
 
-Each job gets its own config resolved: this script composes it from the entry script's config
-(train.py's for a training task, scripts/loo.py's for a fold's eval) and writes it to
-``<out_dir>/<run>/configs/``; the template hands it over with ``--config-dir``/``--config-name``.
+Each job gets its own config resolved: this script makes it from the run's typed config with
+the functions scripts/loo.py uses (``train_config``, ``data_config``) and writes it to
+``<runs_dir>/<run>/configs/``; the template hands it over with ``--config-dir``/``--config-name``.
 Every call is an argument list. A failed submission cancels what was already submitted.
 """
 
@@ -23,20 +23,18 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from hydra.errors import HydraException
-from omegaconf.errors import OmegaConfBaseException
-
+from core.config import shared
 from core.layout import run_dir
-from data.build import datasets_of
-from data.config import DataConfig
-from eval.config import LooConfig, compose_config
+from data.config import DataConfig, data_config
+from eval.config import LooConfig
 from eval.plan import steps
+from operators.registry import adapters
 from slurm.config import SubmitConfig
-from train.config import TrainConfig
+from train.config import TrainConfig, train_config
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = {
@@ -66,17 +64,10 @@ class Job:
     what: str = ""
 
 
-def compose(name: str, overrides: list[str], where: str) -> Any:
-    try:
-        return compose_config(name, overrides)
-    except (HydraException, OmegaConfBaseException, ValueError) as exc:
-        raise SubmitError(f"{where} would not start: {exc}") from exc
-
-
 @dataclass
 class JobConfigs:
-    """Every job's own config, composed here from its entry script's config and this script's
-    settings. A job runs with it as resolved: nothing is re-parsed or sliced on the node."""
+    """Every job's own config, made here from this run's as typed values. A job runs with it as
+    resolved: nothing is re-parsed or sliced on the node."""
 
     prepare: DataConfig
     train: dict[tuple[str, str], TrainConfig]
@@ -85,71 +76,37 @@ class JobConfigs:
     """fold -> its eval job's config, scoring that fold into ``<run>/folds/<fold>``."""
 
 
-def job_configs(cfg: SubmitConfig) -> JobConfigs:
-    """Compose each job's config now, so a typo fails here and not hours into the queue, and
-    refuse model or backend settings given to this script that the jobs would not receive."""
-    model = [f"model={cfg.model.name}", f"model.path={cfg.model.path}"]
-    common = [f"datasets_dir={cfg.datasets_dir}", *cfg.source_overrides(), f"seed={cfg.seed}"]
-    stages = ["extract_stages=true"] if cfg.extract_stages else []
-    tokenizer = [f"tokenizer_dir={cfg.model.path}"] if cfg.model.build else []
-    data = [f"out_dir={cfg.datasets_dir}", *cfg.source_overrides(), f"seed={cfg.seed}", *tokenizer, *stages]
-    prepare = compose("data", [*data, "progress=false", *cfg.data_overrides], "scripts/build_data.py")
-    if unbuilt := [f for f in cfg.folds if f not in prepare.folds]:
-        raise SubmitError(f"data_overrides leave out fold(s) {', '.join(unbuilt)} that this run evaluates")
-
-    trained = [*model, *common, f"adapters_dir={cfg.adapters_dir}", "resume=true", "prepare=false"]
-    train = {
-        (fold, op): compose("train", [f"op={op}", f"fold={fold}", *trained, *cfg.train_overrides], "train.py")
-        for fold in cfg.folds
-        for op in datasets_of(cfg.extract_stages)
-    }
-    if asdict(compose("train", trained, "train.py").model) != asdict(cfg.model):
-        raise SubmitError(
-            "model settings other than model.path do not reach the training jobs; pass them as "
-            "train_overrides, e.g. 'train_overrides=[\"model.lora.r=8\"]'"
-        )
-
-    serve = (
-        ["backend.serve.port=0", f"backend.serve.tensor_parallel_size={max(cfg.resources.eval.gpus, 1)}"]
-        if cfg.backend.kind == "vllm"
-        else []
-    )
-    evaluated = [
-        *model,
-        f"backend={cfg.backend.kind}",
-        f"adapters={Path(cfg.adapters_dir) / cfg.model.name}",  # loo.py adds each fold
-        f"out_dir={cfg.out_dir}",
-        *common,
-        *serve,
-        *stages,
-        "progress=false",
-    ]
-    evals = {
-        fold: compose(
-            "loo",
-            [f"folds=[{fold}]", f"run={cfg.run}/folds/{fold}", *evaluated, *cfg.eval_overrides],
-            "scripts/loo.py",
-        )
-        for fold in cfg.folds
-    }
-
-    def settings(backend: Any) -> dict[str, Any]:
-        per_job = {"port", "tensor_parallel_size"}  # set above for each eval job
-        return {
-            **asdict(backend),
-            "serve": {k: v for k, v in asdict(backend.serve).items() if k not in per_job},
+def eval_config(cfg: SubmitConfig, fold: str) -> LooConfig:
+    """One fold's eval job: this run's LOO config, cut to that fold, writing its own part of the
+    run, on the adapters the training jobs leave (or the ``adapters`` given)."""
+    serve = replace(cfg.backend.serve, port=0, tensor_parallel_size=max(cfg.resources.eval.gpus, 1))
+    return LooConfig(
+        **{
+            **shared(cfg, LooConfig),
+            "run": f"{cfg.run}/folds/{fold}",
+            "folds": [fold],
+            "adapters": cfg.adapters or str(Path(cfg.adapters_dir) / cfg.model.name),
+            "backend": replace(cfg.backend, serve=serve),
+            "progress": False,
         }
+    )
 
-    if settings(compose("loo", evaluated, "scripts/loo.py").backend) != settings(cfg.backend):
-        raise SubmitError(
-            "backend settings do not reach the eval jobs; pass them as eval_overrides, "
-            "e.g. 'eval_overrides=[\"backend.batch_size=16\"]'"
-        )
-    return JobConfigs(prepare, train, evals)
+
+def job_configs(cfg: SubmitConfig) -> JobConfigs:
+    """Every job's config, made from this run's by the functions scripts/loo.py uses too."""
+    return JobConfigs(
+        prepare=data_config(cfg, extract_stages=cfg.extract_stages, progress=False),
+        train={
+            (fold, op): train_config(cfg, fold, op, prepare=False)
+            for fold in cfg.folds
+            for op in adapters(cfg.extract_stages)
+        },
+        eval={fold: eval_config(cfg, fold) for fold in cfg.folds},
+    )
 
 
 def configs_dir(cfg: SubmitConfig) -> Path:
-    return run_dir(cfg.out_dir, cfg.run).resolve() / "configs"
+    return run_dir(cfg.runs_dir, cfg.run).resolve() / "configs"
 
 
 def write_config(path: Path, entry: str, config: Any) -> None:
@@ -182,9 +139,9 @@ def job_args(cfg: SubmitConfig) -> dict[str, list[str]]:
     root, folds = str(configs_dir(cfg)), ",".join(cfg.folds)
     return {
         "prepare": [cfg.model.name, cfg.model.path, root],
-        "train": [root, folds, ",".join(datasets_of(cfg.extract_stages))],
+        "train": [root, folds, ",".join(adapters(cfg.extract_stages))],
         "eval": [root, folds],
-        "report": [str(run_dir(cfg.out_dir, cfg.run)), folds],
+        "report": [str(run_dir(cfg.runs_dir, cfg.run)), folds],
     }
 
 
@@ -199,10 +156,13 @@ class Submission:
 
 def plan(cfg: SubmitConfig) -> Submission:
     """Every job's config, composed first, then the jobs ``eval.plan`` says are still needed."""
-    configs = job_configs(cfg)
+    try:
+        configs = job_configs(cfg)
+    except ValueError as exc:
+        raise SubmitError(f"a job's config would not start: {exc}") from exc
     args = job_args(cfg)
     jobs: list[Job] = []
-    planned = steps(cfg)
+    planned = steps(cfg, trains=not cfg.adapters)
     missing = planned.missing(cfg.model)
     prepare: list[tuple[str, int | None]] = []
     if missing and cfg.prepare:
@@ -218,7 +178,7 @@ def plan(cfg: SubmitConfig) -> Submission:
     for i, fold in enumerate(cfg.folds):
         own = [("train", t) for t in tasks if t // len(ops) == i]
         jobs.append(Job(f"eval/{fold}", "eval", [i], args["eval"], own or prepare, what=f"fold {fold}"))
-    report = run_dir(cfg.out_dir, cfg.run) / "report.md"
+    report = run_dir(cfg.runs_dir, cfg.run) / "report.md"
     evals = [(f"eval/{fold}", None) for fold in cfg.folds]
     jobs.append(Job("report", "report", [0], args["report"], evals, what=f"merged into {report}"))
     return Submission(jobs, configs, missing)
@@ -369,7 +329,7 @@ def record(cfg: SubmitConfig, overrides: list[str], jobs: list[Job], ids: dict[s
     """Append this submission (config, overrides, commit, job ids) to the run's history."""
     from data.manifest import git_commit
 
-    out = run_dir(cfg.out_dir, cfg.run)
+    out = run_dir(cfg.runs_dir, cfg.run)
     out.mkdir(parents=True, exist_ok=True)
     entry = {
         "submitted_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from data.build import datasets_of
-from data.sources import Sources
+from core.sources import Sources
+from operators.registry import adapters
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_EXPORT = ROOT.parent / "shared" / "data" / "codex-trajectories"
@@ -60,7 +60,7 @@ def small_datasets(tmp_path_factory: pytest.TempPathFactory, export_dir: Path) -
     cfg = DataConfig(
         scenarios_per_family=4,
         noisy_per_family=0,
-        out_dir=str(out),
+        datasets_dir=str(out),
         exports=[str(export_dir)],
         folds=["patch-guardrails", "all"],
         extract_stages=True,
@@ -70,16 +70,9 @@ def small_datasets(tmp_path_factory: pytest.TempPathFactory, export_dir: Path) -
     return out
 
 
-def cpu_recipe() -> list[str]:
-    """The CPU training recipe as make demo and the Slurm CPU profile compose it: written once,
-    in configs/recipe/cpu.yaml."""
-    from omegaconf import OmegaConf
-
-    return list(OmegaConf.load(ROOT / "configs" / "recipe" / "cpu.yaml").train_overrides)
-
-
-QUICK_TRAIN = ["model=tiny", *cpu_recipe(), "max_steps=3", "max_eval_samples=8", "prepare=false"]
-"""The CPU recipe cut to a few optimizer steps: real adapters from the real recipe, in seconds."""
+QUICK_TRAIN = ["model=tiny", "recipe=cpu", "max_steps=3", "max_eval_samples=8", "prepare=false"]
+"""The CPU recipe (configs/recipe/cpu.yaml, as make demo and the Slurm CPU profile compose it)
+cut to a few optimizer steps: real adapters from the real recipe, in seconds."""
 
 
 @pytest.fixture(scope="session")
@@ -88,21 +81,18 @@ def trained_adapters(
 ) -> Path:
     """The adapters of the patch-guardrails fold (the three operators and ``extract-stages``),
     trained through train.py's recipe."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
+    from core.config import compose_config
     from train.recipe import train_adapter
 
     root = tmp_path_factory.mktemp("adapters")
-    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
-        for op in datasets_of(stages=True):
-            overrides = [
-                f"op={op}",
-                "fold=patch-guardrails",
-                f"model.path={tiny_model}",
-                f"datasets_dir={small_datasets}",
-                f"adapters_dir={root}",
-                *QUICK_TRAIN,
-            ]
-            train_adapter(OmegaConf.to_object(compose("train", overrides=overrides)), overrides)
+    for op in adapters(stages=True):
+        overrides = [
+            f"op={op}",
+            "fold=patch-guardrails",
+            f"model.path={tiny_model}",
+            f"datasets_dir={small_datasets}",
+            f"adapters_dir={root}",
+            *QUICK_TRAIN,
+        ]
+        train_adapter(compose_config("train", overrides), overrides)
     return root / "tiny" / "patch-guardrails"

@@ -1,27 +1,40 @@
-"""Typed training config. Hydra validates every override against it and rejects unknown keys."""
+"""Typed training config. Hydra validates every override against it and rejects unknown keys.
+
+``TrainingRun`` is what a run trains with, whichever entry point starts it: the recipe's
+settings, the operator overrides and the trainer's fields. ``TrainConfig`` (train.py, one
+adapter) and ``LooConfig`` (scripts/loo.py and the Slurm submitter, many) both extend it, and
+:func:`train_config` turns a run into one adapter's ``TrainConfig``: a typed copy, never a
+list of override strings, so every ``model.*`` and ``op.*`` field given to any entry point
+reaches the adapter.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, ClassVar
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
-from core.models import ModelConfig
-from data.build import ALL, TRAINING_FOLDS
-from data.names import known_names, safe_name
-from data.sources import SourcesConfig
+from core.config import AUTO, RunConfig, shared
+from core.layout import ALL, TRAINING_FOLDS
+from core.names import known_names, safe_name
+from operators.registry import ADAPTERS
 
 
 @dataclass
 class OpConfig:
-    name: str = MISSING
-    max_length: int = 4096
-    epochs: float = 2.0
-    learning_rate: float = 2e-4
-    per_device_batch: int = 1
-    grad_accum: int = 8
+    """One adapter's settings. A field left unset takes the adapter's default from the registry
+    (``operators.registry.ADAPTERS``); a recipe (``configs/recipe/``) or the command line sets it."""
+
+    name: str | None = None
+    """The adapter (and its dataset): ``train.py op=<name>``. A LOO run or a submission trains
+    every adapter, so there it stays unset and the other fields apply to all of them."""
+    max_length: int | None = None
+    epochs: float | None = None
+    learning_rate: float | None = None
+    per_device_batch: int | None = None
+    grad_accum: int | None = None
 
 
 RECIPE_SFT: dict[str, Any] = {
@@ -37,18 +50,15 @@ padding, cosine schedule with 5% warmup."""
 
 
 @dataclass
-class TrainConfig(SourcesConfig):
+class TrainingRun(RunConfig):
+    recipe: str = AUTO
+    """The recipe these settings came from (``configs/recipe/<name>.yaml``: gpu, cpu,
+    smollm2-cpu); ``auto`` picks the model's CPU recipe on a machine without CUDA, else gpu."""
     op: OpConfig = field(default_factory=OpConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
-    fold: str = ALL
-    """The LOO fold whose training split this adapter learns: a trajectory's name (that one held
-    out), ``synthetic`` (synthetic scenarios alone) or ``all`` (every source)."""
-    holdout: str | None = None
-    """The old name of ``fold``; refused with a message that names the new one."""
-    datasets_dir: str = "outputs/datasets"
-    adapters_dir: str = "outputs/adapters"
-    seed: int = 0
-    max_steps: int = -1
+    max_steps: int | None = None
+    """Unset: the recipe's budget for the adapter (``steps``), else ``op.epochs`` of its data."""
+    steps: dict[str, int] = field(default_factory=dict)
+    """The recipe's step budget per adapter; a ``max_steps`` given overrides it for all."""
     max_eval_samples: int | None = None
     """Evaluate on a seeded sample of this many validation examples (all when unset)."""
     balance_labels: bool = False
@@ -61,22 +71,57 @@ class TrainConfig(SourcesConfig):
     """Checkpoints kept for resuming; unset keeps every one (e.g. for a learning curve)."""
     logging_steps: int = 5
     report_to: str = "none"
-    resume: bool = False
-    overwrite: bool = False
-    prepare: bool = True
-    """Build missing prerequisites first: the datasets (all folds) and a model the project builds."""
     sft: dict[str, Any] = field(default_factory=lambda: dict(RECIPE_SFT))
     """``trl.SFTConfig`` fields under TRL's own names, passed through as they are: any trainer
     option is one override away (``sft.lr_scheduler_type=constant``; ``+sft.<field>=...`` for
     one not listed here). Fields this config already names (``max_steps``, ``seed``, the
     ``*_steps``, ``op.*``) are set there; naming them here too is refused."""
 
+    runs_here: ClassVar[bool] = True
+    """Training runs on this machine, so ``recipe=auto`` reads this machine's devices."""
+
     def __post_init__(self) -> None:
+        known_names("steps", list(self.steps), list(ADAPTERS))
+
+
+@dataclass
+class TrainConfig(TrainingRun):
+    fold: str = ALL
+    """The LOO fold whose training split this adapter learns: a trajectory's name (that one held
+    out), ``synthetic`` (synthetic scenarios alone) or ``all`` (every source)."""
+    holdout: str | None = None
+    """The old name of ``fold``; refused with a message that names the new one."""
+    resume: bool = False
+    overwrite: bool = False
+    prepare: bool = True
+    """Build missing prerequisites first: the datasets (all folds) and a model the project builds."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         if self.model.name != MISSING:  # a config built in code fills the model in later
             safe_name("model.name", self.model.name)
         if self.holdout is not None:
             raise ValueError(f"holdout= is now fold=: pass fold={self.holdout}")
-        known_names("fold", [self.fold], [*self.sources().names(), *TRAINING_FOLDS])
+        self.check_folds("fold", [self.fold], TRAINING_FOLDS)
+        if self.op.name is None:
+            raise ValueError(f"op: which adapter to train? op=<{'|'.join(ADAPTERS)}>")
+        known_names("op", [self.op.name], list(ADAPTERS))
+        # The adapter's defaults under what the recipe and the command line set.
+        defaults = asdict(ADAPTERS[self.op.name].training)
+        self.op = replace(self.op, **{k: v for k, v in defaults.items() if getattr(self.op, k) is None})
+        if self.max_steps is None:
+            self.max_steps = self.steps.get(self.op.name, -1)
 
 
-ConfigStore.instance().store(name="train_schema", node=TrainConfig)
+def train_config(run: TrainingRun, fold: str, adapter: str, **settings: Any) -> TrainConfig:
+    """One adapter's training config from a run's: every field the run shares with train.py,
+    copied as typed values, the adapter and fold set, and ``settings`` on top (e.g. ``prepare``)."""
+    given = shared(run, TrainingRun)
+    given["op"] = replace(given["op"], name=adapter)
+    return TrainConfig(**given, fold=fold, resume=True, **settings)
+
+
+store = ConfigStore.instance()
+store.store(name="train_schema", node=TrainConfig)
+for _name in ADAPTERS:  # op=<name>: the registry holds each adapter's defaults
+    store.store(group="op", name=_name, node=OpConfig(name=_name))

@@ -16,9 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from core.determinism import deterministic_cpu
-from core.layout import ADAPTER_MANIFEST, adapter_finished, adapters_path, dataset_dir, unready
+from core.layout import (
+    ADAPTER_MANIFEST,
+    adapter_finished,
+    adapters_path,
+    checkpoint_complete,
+    dataset_dir,
+    unready,
+)
 from core.models import load_model
-from operators.learned import STAGES_ADAPTER
+from operators.registry import ADAPTERS
 from train.builds import ensure_model
 from train.config import TrainConfig
 
@@ -31,24 +38,12 @@ def adapter_dir(cfg: TrainConfig) -> Path:
     return adapters_path(cfg.adapters_dir, cfg.model.name, cfg.fold, cfg.op.name)
 
 
-def complete(checkpoint: Path) -> bool:
-    """The Trainer writes ``trainer_state.json`` last (after the weights, optimizer, scheduler and
-    RNG state), so a checkpoint is whole once that file parses and names the folder's own step."""
-    try:
-        state = json.loads((checkpoint / "trainer_state.json").read_text())
-    except (OSError, ValueError):
-        return False
-    step = int(checkpoint.name.rsplit("-", 1)[1])
-    has_weights = any((checkpoint / f).is_file() for f in ("adapter_model.safetensors", "model.safetensors"))
-    return has_weights and isinstance(state, dict) and state.get("global_step") == step
-
-
 def last_checkpoint(checkpoints: Path) -> str | None:
     """The newest complete checkpoint. A torn one (the run was killed while saving it) would fail
     every resume, and every Slurm requeue, so it is moved aside to ``incomplete-checkpoints/``."""
     found = [p for p in checkpoints.glob("checkpoint-*") if p.is_dir() and p.name.split("-", 1)[1].isdigit()]
     for checkpoint in sorted(found, key=lambda p: int(p.name.split("-", 1)[1]), reverse=True):
-        if complete(checkpoint):
+        if checkpoint_complete(checkpoint):
             return str(checkpoint)
         aside = checkpoints.parent / "incomplete-checkpoints" / checkpoint.name
         n = 1
@@ -68,19 +63,11 @@ def requeued() -> bool:
 def prepare(cfg: TrainConfig) -> None:
     """Build what a fresh checkout lacks, through the same code the dedicated scripts run."""
     if unready(cfg.datasets_dir, [cfg.fold], (cfg.op.name,)):
-        from data.config import DataConfig
+        from data.config import data_config
         from data.pipeline import build as build_data
 
         print(f"building datasets into {cfg.datasets_dir} (scripts/build_data.py)", flush=True)
-        build_data(
-            DataConfig(
-                out_dir=cfg.datasets_dir,
-                annotations=cfg.annotations,
-                exports=cfg.exports,
-                seed=cfg.seed,
-                extract_stages=cfg.op.name == STAGES_ADAPTER,
-            )
-        )
+        build_data(data_config(cfg, extract_stages=ADAPTERS[cfg.op.name].staged))
     ensure_model(cfg.model)
 
 

@@ -11,13 +11,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from core.layout import adapter_finished
 from core.models import ModelConfig
 from core.sessions import Episode
 from operators.backends import Backend, BackendError, Completion, Request
 from operators.backends.serve import ServeConfig, ServerFailed, VLLMServer
 from operators.backends.vllm import VLLMBackend
-from operators.learned import STAGES_ADAPTER
-from operators.registry import OPS
+from operators.registry import OPS, adapters
 
 BACKENDS = ("hf", "vllm", "symbolic")
 
@@ -43,15 +43,13 @@ class BackendConfig:
 
 
 def adapter_dirs(root: str | Path) -> dict[str, Path]:
-    """``<root>/{extract,compare,update}``, each of which must hold a trained adapter, and
-    ``<root>/extract-stages`` where one was trained (two-stage-trained extraction runs on it)."""
-    dirs = {op: Path(root) / op for op in OPS}
-    missing = [str(d) for d in dirs.values() if not (d / "adapter_model.safetensors").exists()]
+    """``<root>/<adapter>`` for every operator, each of which must hold a finished adapter, and
+    for each staged adapter that was trained (two-stage-trained extraction runs on it)."""
+    dirs = {name: Path(root) / name for name in adapters(stages=True)}
+    missing = [str(dirs[op]) for op in OPS if not adapter_finished(dirs[op])]
     if missing:
-        raise BackendError(f"no trained adapter in: {', '.join(missing)} (train them with train.py)")
-    if (Path(root) / STAGES_ADAPTER / "adapter_model.safetensors").exists():
-        dirs[STAGES_ADAPTER] = Path(root) / STAGES_ADAPTER
-    return dirs
+        raise BackendError(f"no finished adapter in: {', '.join(missing)} (train them with train.py)")
+    return {name: d for name, d in dirs.items() if adapter_finished(d)}
 
 
 @dataclass

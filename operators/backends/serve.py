@@ -36,6 +36,7 @@ from typing import Any
 
 from operators.adapters import check_adapter
 from operators.backends import BackendError
+from operators.registry import MAX_ADAPTERS
 
 HOST = "127.0.0.1"
 SERVE_ENV_MARKER = "memops-serve.json"
@@ -53,8 +54,8 @@ class ServeConfig:
     """Interpreter of the serving environment (``make serve-env``)."""
     port: int = 0
     """0 picks a free port when the server starts: what jobs sharing a node need."""
-    max_loras: int = 3
-    """Adapters in one batch; raised to the number served (four with ``extract-stages``)."""
+    max_loras: int = MAX_ADAPTERS
+    """Adapters in one batch: by default every adapter the registry declares, so any run's fit."""
     max_lora_rank: int | None = None
     """Unset: the smallest rank vLLM accepts that covers every adapter's ``r``."""
     max_model_len: int | None = None

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from data.build import SYNTHETIC, TRAINING_FOLDS, LeakageError, check_leakage
+from core.layout import SYNTHETIC, TRAINING_FOLDS
+from core.sources import SHIPPED
+from data.build import LeakageError, check_leakage
 from data.config import DataConfig
 from data.pipeline import build
 from data.replay import load_trajectory
-from data.sources import SHIPPED
 from memory import ACTIONS
 from operators.examples import COMPARE_LABELS
 from operators.registry import OPS
@@ -23,9 +24,8 @@ def small(out: Path, export_dir: Path, **changes: object) -> DataConfig:
     cfg = DataConfig(
         scenarios_per_family=6,
         noisy_per_family=2,
-        out_dir=str(out),
+        datasets_dir=str(out),
         exports=[str(export_dir)],
-        tokenizer_dir=str(out / "no-tokenizer"),
         progress=False,
     )
     for key, value in changes.items():

@@ -71,7 +71,7 @@ def test_a_repository_kept_outside_the_checkout_goes_from_git_log_to_a_loo_fold(
     assert "6 trajectories, 61 commits" in proc.stdout  # the five shipped and this one
 
     datasets = tmp_path / "datasets"
-    small = ["scenarios_per_family=2", "noisy_per_family=0", f"out_dir={datasets}", "progress=false"]
+    small = ["scenarios_per_family=2", "noisy_per_family=0", f"datasets_dir={datasets}", "progress=false"]
     proc = run("scripts/build_data.py", *small, f"folds=[{NAME},all]", *sources)
     assert proc.returncode == 0, proc.stderr
     assert (datasets / NAME / "extract" / "test.jsonl").exists()
@@ -82,7 +82,7 @@ def test_a_repository_kept_outside_the_checkout_goes_from_git_log_to_a_loo_fold(
     assert f"2024-03-20 cache.backend: Memcached -> current ({shorts['c4']})" in proc.stdout
 
     out = tmp_path / "loo"
-    loo = ["backend=symbolic", "run=byor", f"folds=[{NAME}]", f"out_dir={out}", f"datasets_dir={datasets}"]
+    loo = ["backend=symbolic", "run=byor", f"folds=[{NAME}]", f"runs_dir={out}", f"datasets_dir={datasets}"]
     proc = run("scripts/loo.py", *loo, "progress=false", *sources)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((out / "byor" / "summary.json").read_text())

@@ -54,8 +54,7 @@ def test_unknown_key_and_bad_type_are_rejected() -> None:
 )
 def test_names_are_checked_before_any_work(script: str, override: str, message: str, tmp_path: Path) -> None:
     """Refused in config validation: nothing is built, trained or written, inside outputs/ or out."""
-    dirs = [f"{k}={tmp_path / k}" for k in ("out_dir", "datasets_dir", "adapters_dir")]
-    accepted = {"scripts/build_data.py": dirs[:1], "train.py": dirs[1:], "scripts/loo.py": dirs[:2]}[script]
+    accepted = [f"{k}={tmp_path / k}" for k in ("runs_dir", "datasets_dir", "adapters_dir")]
     proc = subprocess.run(
         [sys.executable, script, "model=tiny" if script == "train.py" else "seed=0", override, *accepted],
         cwd=ROOT,

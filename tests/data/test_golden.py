@@ -17,10 +17,9 @@ GOLDEN = ROOT / "tests" / "fixtures" / "datasets.sha256"
 
 def test_the_default_build_is_byte_identical_to_the_recorded_one(tmp_path: Path, export_dir: Path) -> None:
     cfg = DataConfig(
-        out_dir=str(tmp_path),
+        datasets_dir=str(tmp_path),
         exports=[str(export_dir)],
         extract_stages=True,
-        tokenizer_dir=str(tmp_path / "no-tokenizer"),  # the card's token counts only
         progress=False,
     )
     build(cfg)

@@ -93,9 +93,8 @@ def small(out: Path, export_dir: Path, **changes: object) -> DataConfig:
     settings = {
         "scenarios_per_family": 2,
         "noisy_per_family": 0,
-        "out_dir": str(out),
+        "datasets_dir": str(out),
         "exports": [str(export_dir)],
-        "tokenizer_dir": str(out / "no-tokenizer"),
         "folds": ["patch-guardrails", "all"],
         "progress": False,
     }
@@ -110,7 +109,8 @@ def test_a_build_killed_mid_swap_is_put_back_then_rebuilt_by_the_next_build(
     old = snapshot(out)
     cfg = small(out, export_dir, seed=1)
     code = (
-        "from data.config import DataConfig\nfrom data.pipeline import build\n"
+        "from core.models import LoraSpec, ModelConfig\nfrom data.config import DataConfig\n"
+        "from data.pipeline import build\n"
         f"build(DataConfig(**{cfg.__dict__!r}))"
     )
     proc = killed_at(5, code)  # killed before the 5th step: patch-guardrails is new, all is moved aside

@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from core.sessions import Query
+from core.sources import SHIPPED, Sources
 from data.problems import DataError
 from data.replay import load_trajectories, load_trajectory, read_export
-from data.sources import SHIPPED, Sources
 from tests.conftest import SHIPPED_ANNOTATIONS, shipped
 
 

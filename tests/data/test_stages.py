@@ -15,7 +15,8 @@ from data.replay import load_trajectory
 from data.scenarios.generate import scenarios
 from operators.backends import Completion, Request
 from operators.examples import extract_examples, stage_examples
-from operators.learned import STAGES_ADAPTER, LearnedOperators
+from operators.learned import LearnedOperators
+from operators.registry import STAGES_ADAPTER
 from tests.conftest import shipped
 from tests.data.test_build import small
 

@@ -29,7 +29,7 @@ def config(out: Path, datasets: Path, export_dir: Path) -> LooConfig:
         run="oracle",
         folds=FOLDS,
         model=ModelConfig(name="none", path="none"),
-        out_dir=str(out),
+        runs_dir=str(out),
         datasets_dir=str(datasets),
         exports=[str(export_dir)],
         extract_stages=True,
@@ -139,7 +139,7 @@ def test_report_merges_per_fold_runs_as_slurm_eval_jobs_write_them(uninterrupted
         (part / "records.jsonl").write_text("".join(json.dumps({**r, "fold": fold}) + "\n" for r in records))
         (part / "manifest.json").write_text((run_dir / "manifest.json").read_text())
     done = subprocess.run(
-        [sys.executable, "scripts/report.py", f"run={merged}", "merge=patch-guardrails,model-routing"],
+        [sys.executable, "scripts/report.py", f"run={merged}", "merge=[patch-guardrails,model-routing]"],
         cwd=ROOT,
         capture_output=True,
         text=True,

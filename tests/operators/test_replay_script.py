@@ -51,7 +51,7 @@ def test_replay_without_adapters_says_what_is_missing(tmp_path: Path, export_dir
     ]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
-    assert f"no trained adapter in: {tmp_path}/extract" in done.stderr
+    assert f"no finished adapter in: {tmp_path}/extract" in done.stderr
 
 
 def test_the_old_name_of_the_engine_mode_is_refused_naming_the_new_one() -> None:

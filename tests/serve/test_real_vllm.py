@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.config import compose_config
+from core.config import compose_config
 from eval.loo import evaluate
 from eval.parity import parity
 from eval.records import read_records, record_key
@@ -30,8 +30,8 @@ from operators.backends import BackendError, Request
 from operators.backends.factory import ServedBackend, adapter_dirs
 from operators.backends.serve import ServeConfig, ServerFailed, VLLMServer, serve_env
 from operators.backends.vllm import VLLMBackend
-from operators.learned import STAGES_ADAPTER, LearnedOperators
-from operators.registry import DECISIONS, OPS
+from operators.learned import LearnedOperators
+from operators.registry import DECISIONS, OPS, STAGES_ADAPTER
 from tests.conftest import ROOT
 from tests.operators.vllm_double import VLLMTestDouble
 
@@ -68,7 +68,7 @@ def loo_config(name: str, out: Path, adapters: Path, datasets: Path, export_dir:
     overrides = [
         f"run={name}",
         f"folds=[{FOLD}]",
-        f"out_dir={out}",
+        f"runs_dir={out}",
         f"adapters={adapters.parent}",
         f"datasets_dir={datasets}",
         f"exports=[{export_dir}]",
@@ -310,7 +310,7 @@ def test_sigterm_to_a_loo_run_stops_the_server_it_started(
     trained_adapters: Path, small_datasets: Path, export_dir: Path, tiny_model: Path, tmp_path: Path
 ) -> None:
     """scancel and a requeue send SIGTERM; the vLLM server the run launched must not outlive it."""
-    cmd = [sys.executable, "scripts/loo.py", "backend=vllm", f"folds=[{FOLD}]", f"out_dir={tmp_path}"]
+    cmd = [sys.executable, "scripts/loo.py", "backend=vllm", f"folds=[{FOLD}]", f"runs_dir={tmp_path}"]
     cmd += [f"adapters={trained_adapters.parent}", f"datasets_dir={small_datasets}"]
     cmd += [f"model.path={tiny_model}", f"exports=[{export_dir}]", "progress=false"]
     cmd += ["backend.serve.max_model_len=4096"]

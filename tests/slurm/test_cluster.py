@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.config import compose_config
+from core.config import compose_config
 from eval.records import read_records
 from operators.registry import OPS
 from slurm.submit import write_config
@@ -25,11 +25,8 @@ from tests.slurm.cluster import Cluster, Task, array_tasks
 pytestmark = pytest.mark.slow
 
 FOLD = "patch-guardrails"
-SMALL_DATA = '["scenarios_per_family=4","noisy_per_family=0","folds=[patch-guardrails]"]'
-QUICK = (
-    '["max_steps=3","op.max_length=1024","op.per_device_batch=1","op.grad_accum=1",'
-    '"model.gradient_checkpointing=false","max_eval_samples=8","eval_steps=1000","save_steps=1000"]'
-)
+QUICK = ["max_steps=3", "max_eval_samples=8"]
+"""The CPU profile's recipe (configs/recipe/cpu.yaml) cut to a few steps."""
 
 
 def submit(cluster: Cluster, tmp: Path, *overrides: str) -> subprocess.CompletedProcess:
@@ -40,10 +37,9 @@ def submit(cluster: Cluster, tmp: Path, *overrides: str) -> subprocess.Completed
         f"folds=[{FOLD}]",
         f"datasets_dir={tmp / 'datasets'}",
         f"adapters_dir={tmp / 'adapters'}",
-        f"out_dir={tmp / 'loo'}",
+        f"runs_dir={tmp / 'loo'}",
         f"logs_dir={tmp / 'logs'}",
-        f"data_overrides={SMALL_DATA}",
-        f"train_overrides={QUICK}",
+        *QUICK,
         *overrides,
     ]
     return subprocess.run(argv, cwd=ROOT, env=cluster.env, capture_output=True, text=True, timeout=300)
@@ -169,13 +165,9 @@ def test_a_requeued_training_task_resumes_from_its_checkpoint(
         f"adapters_dir={adapters}",
         "resume=true",
         "prepare=false",
+        "recipe=cpu",
         "max_steps=80",
         "save_steps=5",
-        "eval_steps=1000",
-        "op.max_length=1024",
-        "op.per_device_batch=1",
-        "op.grad_accum=1",
-        "model.gradient_checkpointing=false",
         "max_eval_samples=8",
     ]
     write_config(configs / "train" / FOLD / "update.yaml", "train", compose_config("train", task))

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from core.models import load_model, model_config
-from operators.learned import STAGES_ADAPTER
-from train.config import TrainConfig
+from operators.registry import STAGES_ADAPTER
+from train.config import OpConfig, TrainConfig
 from train.recipe import lora_config, sft_config
 
 pytestmark = pytest.mark.slow
@@ -24,10 +24,9 @@ def trainer(request: pytest.FixtureRequest, small_datasets: Path, tmp_path_facto
     from trl import SFTTrainer
 
     path = request.getfixturevalue("tiny_model" if request.param == "tiny" else "smollm2_model")
-    cfg = TrainConfig()
-    cfg.op.name, cfg.op.max_length = "update", 1024
-    cfg.model = model_config(request.param)
-    cfg.model.path = str(path)
+    model = model_config(request.param)
+    model.path = str(path)
+    cfg = TrainConfig(op=OpConfig(name="update", max_length=1024), model=model)
     update = load_from_disk(str(small_datasets / "all" / "update"))["train"].select(range(4))
     staged = load_from_disk(str(small_datasets / "all" / STAGES_ADAPTER))["train"]
     stage = [json.loads(i).get("stage") for i in staged["inputs"]]

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.slow
 RECIPE = [
     "op=compare",
     "model=tiny",
+    "recipe=gpu",  # these settings alone, not the CPU recipe's 30-step budget
     "op.epochs=20",
     "op.learning_rate=3e-3",
     "op.per_device_batch=1",  # one packed row per step: many small updates memorise fastest

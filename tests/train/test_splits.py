@@ -7,7 +7,7 @@ from pathlib import Path
 
 from datasets import load_from_disk
 
-from train.config import TrainConfig
+from train.config import OpConfig, TrainConfig
 from train.recipe import balanced, load_splits
 
 
@@ -23,8 +23,9 @@ def test_balanced_keeps_the_rarest_labels_count_of_every_label(small_datasets: P
 
 
 def test_load_splits_balances_the_train_split_only(small_datasets: Path) -> None:
-    cfg = TrainConfig(fold="all", datasets_dir=str(small_datasets), balance_labels=True)
-    cfg.op.name = "compare"
+    cfg = TrainConfig(
+        op=OpConfig(name="compare"), fold="all", datasets_dir=str(small_datasets), balance_labels=True
+    )
     dd = load_from_disk(str(small_datasets / "all" / "compare"))
     train, validation, fingerprint = load_splits(cfg)
     assert len(train) == len(balanced(dd["train"], cfg.seed)) < len(dd["train"])

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-ANNOTATIONS = [str(Path(__file__).parent / "trajectories")]
+from core.layout import EXPORTED
+
+ANNOTATIONS = [str(Path(__file__).resolve().parents[1] / "data" / "trajectories")]
 """The shipped annotations, wherever the checkout is run from."""
-EXPORTED = "outputs/export"
-"""Where scripts/export_commits.py writes by default."""
 EXPORTS = ["../shared/data/codex-trajectories", EXPORTED]
 """The shipped export, then your own exports."""
 SHIPPED = ("permissions-flow", "exec-app-server", "browser-surface", "model-routing", "patch-guardrails")

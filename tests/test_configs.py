@@ -1,0 +1,129 @@
+"""Every config under configs/ composes, and a training setting given to any entry point reaches
+the adapter: the LOO harness and the Slurm submitter hand training a typed config, not strings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+import data.config  # noqa: F401  (registers data_schema)
+import eval.config
+import eval.curve  # noqa: F401  (registers curve_schema)
+import slurm.config  # noqa: F401  (registers submit_schema)
+import train.config  # noqa: F401  (registers train_schema and the op group)
+from core.config import CONFIGS, compose_config
+from operators.registry import ADAPTERS, adapters
+from tests.slurm.test_submit import dry_run
+
+ENTRY = {"train": [], "loo": [], "data": [], "replay": [], "submit": [], "curve": ["adapter=a"]}
+ENTRY |= {"report": ["run=r"], "parity": ["first=a", "second=b"]}
+"""Each entry script's config (configs/<name>.yaml, scripts/<name>.py or train.py), and what it
+needs given; every other config in configs/ is a LOO run (its defaults start from loo)."""
+GROUPS = {"model": "train", "recipe": "train", "backend": "loo", "profile": "submit"}
+"""Each config group, and the entry config that composes it."""
+PRIMARY = sorted(p.stem for p in CONFIGS.glob("*.yaml"))
+
+
+def test_every_config_file_belongs_to_an_entry_point_or_a_known_group() -> None:
+    groups = {p.parent.name for p in CONFIGS.glob("*/*.yaml")}
+    assert groups == set(GROUPS), "a new config group needs an entry in GROUPS"
+    loo_based = {
+        name for name in PRIMARY if "loo" in OmegaConf.load(CONFIGS / f"{name}.yaml").get("defaults")
+    }
+    assert set(PRIMARY) == set(ENTRY) | loo_based
+
+
+@pytest.mark.parametrize("name", PRIMARY)
+def test_every_entry_config_composes_to_its_schema(name: str) -> None:
+    cfg = compose_config(name, ENTRY.get(name, []))
+    assert type(cfg).__name__.endswith("Config")
+
+
+@pytest.mark.parametrize(
+    ("group", "option"), sorted((p.parent.name, p.stem) for p in CONFIGS.glob("*/*.yaml"))
+)
+def test_every_group_option_composes(group: str, option: str) -> None:
+    cfg = compose_config(GROUPS[group], [f"{group}={option}"])
+    if group == "recipe" and option != "auto":
+        assert cfg.recipe == option
+    if group == "model":
+        assert cfg.model.name == option
+
+
+@pytest.mark.parametrize("adapter", list(ADAPTERS))
+def test_every_adapter_is_an_op_with_the_registrys_defaults(adapter: str) -> None:
+    cfg = compose_config("train", [f"op={adapter}", "recipe=gpu"])
+    assert cfg.op.max_length == ADAPTERS[adapter].training.max_length
+    assert cfg.op.grad_accum == ADAPTERS[adapter].training.grad_accum
+
+
+def test_recipe_auto_picks_the_models_cpu_recipe_without_cuda_and_says_so(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present: auto picks gpu")
+    picked = {m: compose_config("train", [f"model={m}"]).recipe for m in ("tiny", "smollm2-135m-instruct")}
+    said = capsys.readouterr().out
+    assert picked == {"tiny": "cpu", "smollm2-135m-instruct": "smollm2-cpu"}
+    assert "recipe=cpu: no CUDA device" in said and "recipe=smollm2-cpu: no CUDA device" in said
+    assert compose_config("train", ["model=qwen2.5-14b-instruct"]).recipe == "gpu"  # no CPU recipe
+    told = compose_config("train", ["model=tiny", "recipe=gpu"])
+    assert (told.recipe, told.max_steps, told.op.learning_rate) == ("gpu", -1, 2e-4)
+
+
+def test_the_command_line_wins_over_the_recipe_and_the_recipe_over_the_registry() -> None:
+    cfg = compose_config("train", ["op=compare", "model=tiny", "recipe=smollm2-cpu", "op.max_length=512"])
+    assert cfg.op.max_length == 512  # command line
+    assert cfg.op.learning_rate == 1e-3  # recipe
+    assert cfg.op.epochs == ADAPTERS["compare"].training.epochs  # registry
+    assert cfg.max_steps == 240  # the recipe's budget for compare
+    assert compose_config("train", ["op=compare", "recipe=smollm2-cpu", "max_steps=7"]).max_steps == 7
+
+
+SETTINGS = ["model.lora.r=8", "op.max_length=512"]
+
+
+@pytest.mark.slow
+def test_loo_settings_reach_the_trained_adapter(
+    tiny_model: Path, small_datasets: Path, tmp_path: Path
+) -> None:
+    """``scripts/loo.py ... model.lora.r=8 op.max_length=512``: the adapters it trains have them."""
+    from eval.loo import train_adapters
+
+    cfg = compose_config(
+        "demo",
+        [
+            *SETTINGS,
+            "max_steps=1",
+            "max_eval_samples=4",
+            f"model.path={tiny_model}",
+            f"datasets_dir={small_datasets}",
+            f"adapters_dir={tmp_path}",
+        ],
+    )
+    train_adapters(cfg, "patch-guardrails", ["compare"])
+    adapter = tmp_path / "tiny" / "patch-guardrails" / "compare"
+    assert json.loads((adapter / "adapter_config.json").read_text())["r"] == 8
+    manifest = json.loads((adapter / "manifest.json").read_text())
+    assert manifest["config"]["op"]["max_length"] == 512 and manifest["config"]["recipe"] == "cpu"
+    assert manifest["global_step"] == 1
+
+
+def test_slurm_job_configs_carry_the_settings_and_each_adapters_own_budget(tmp_path: Path) -> None:
+    """A SmolLM2 submission with the smollm2-cpu recipe: every training task's config has its
+    adapter's step budget, and the command line's model and op settings, as do the eval jobs."""
+    overrides = ["profile=cpu", "model=smollm2-135m-instruct", "recipe=smollm2-cpu", "extract_stages=true"]
+    dry_run(tmp_path, *overrides, "folds=[patch-guardrails]", *SETTINGS)
+    configs = tmp_path / "loo" / "smollm2-135m-instruct-hf" / "configs"
+    budgets = OmegaConf.load(CONFIGS / "recipe" / "smollm2-cpu.yaml").steps
+    for adapter in adapters(stages=True):
+        job = OmegaConf.load(configs / "train" / "patch-guardrails" / f"{adapter}.yaml")
+        assert (job.op.name, job.max_steps) == (adapter, budgets[adapter])
+        assert (job.model.lora.r, job.op.max_length, job.recipe) == (8, 512, "smollm2-cpu")
+    evaluation = OmegaConf.load(configs / "eval" / "patch-guardrails" / "job.yaml")
+    assert (evaluation.model.lora.r, evaluation.op.max_length, evaluation.steps.compare) == (8, 512, 240)
