@@ -71,7 +71,3 @@ class SourcesConfig:
 
     def sources(self) -> Sources:
         return Sources.of(self.annotations, self.exports)
-
-    def source_overrides(self) -> list[str]:
-        """The same search paths as overrides for another entry script (train.py, a Slurm job)."""
-        return [f"annotations=[{','.join(self.annotations)}]", f"exports=[{','.join(self.exports)}]"]

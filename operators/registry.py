@@ -119,10 +119,9 @@ class Training:
 
 @dataclass(frozen=True)
 class Adapter:
-    """One trained adapter, its dataset of the same name, and the operator it answers for."""
+    """One trained adapter and its dataset of the same name."""
 
     name: str
-    operator: Operator
     training: Training = field(repr=False)
     staged: bool = False
     """Trained on the two-stage extractor's own calls beside the direct examples (its dataset is
@@ -135,10 +134,10 @@ STAGES_ADAPTER = "extract-stages"
 ADAPTERS: dict[str, Adapter] = {
     a.name: a
     for a in (
-        Adapter(EXTRACT.name, EXTRACT, LONG),
-        Adapter(COMPARE.name, COMPARE, SHORT),
-        Adapter(UPDATE.name, UPDATE, SHORT),
-        Adapter(STAGES_ADAPTER, EXTRACT, LONG, staged=True),
+        Adapter(EXTRACT.name, LONG),
+        Adapter(COMPARE.name, SHORT),
+        Adapter(UPDATE.name, SHORT),
+        Adapter(STAGES_ADAPTER, LONG, staged=True),
     )
 }
 """Every adapter a run may train and serve: one per operator, and ``extract-stages``."""
