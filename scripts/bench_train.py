@@ -1,31 +1,54 @@
-"""Training throughput: a padded baseline against the project's recipe, on the same data.
+"""Training throughput of candidate recipes, side by side: same rows, same seed, same steps.
 
-- baseline: no packing, rows padded to the longest in the batch (4 rows per step);
-- recipe:   bfd packing, padding-free, one packed row of up to --max-length tokens per step.
+Every candidate is a list of train.py overrides, trained by train.py's own path
+(``train_adapter``) in a fresh subprocess, so its peak memory is its own (CUDA peak allocated
+on a GPU, peak RSS on CPU). The bench first measures this machine's matmul peak (fp32, and bf16
+where the CPU multiplies bf16 natively), then prints per candidate:
 
-Both use the same 4-bit QLoRA model and LoRA config as train.py, the same examples and the
-same number of optimizer steps. Each runs in a fresh subprocess, so its peak memory is its own
-(CUDA peak allocated on a GPU, peak RSS on CPU). Tokens/s counts real (non-padding) tokens.
+- tokens/s after the first (warm-up) step, and as a multiple of the first candidate's;
+- GFLOP/s of the work the loss needs (``train/throughput.py``) and its share of the peak in the
+  precision the candidate's matmuls ran in;
+- seconds per step, peak memory, and the training loss at each of the last steps.
 
-    python scripts/bench_train.py                            # CPU: the tiny model
-    python scripts/bench_train.py --model-shape qwen2.5-14b  # GPU: the real 14B architecture
+    python scripts/bench_train.py                            # CPU: SmolLM2, compare, 10 steps
+    python scripts/bench_train.py --model-shape qwen2.5-14b  # GPU: Qwen2.5-14B's shape in NF4
 
-``qwen2.5-14b`` builds Qwen2.5-14B's architecture with random weights (no download), saves it,
-and loads it through the same NF4 path as training. It reuses the tiny tokenizer: its ids are
-valid in the 152k vocabulary, and only shapes matter for speed and memory.
+``qwen2.5-14b`` builds Qwen2.5-14B's architecture with random weights (no download) and trains
+it through the same NF4 path as the real model, with the tiny tokenizer: its ids are valid in the
+152k vocabulary, and only shapes matter for speed and memory.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from core.config import compose_config
 from core.layout import DATASETS, MODELS
+from train.cpu import cpu_model, matmul_flags, native_bf16
+
+CPU_CANDIDATES = {
+    "before: fp32, LM head on every position": ["lm_head=all", "cpu_bf16=false"],
+    "LM head on labelled positions": ["lm_head=labelled", "cpu_bf16=false"],
+    "bf16 autocast": ["lm_head=all", "cpu_bf16=true"],
+    "recipe: labelled positions + bf16": ["lm_head=labelled", "cpu_bf16=true"],
+    "recipe, 2,048-token rows": ["lm_head=labelled", "cpu_bf16=true", "op.max_length=2048"],
+}
+"""The CPU recipe before issue 26, each change alone, and the recipe (configs/recipe/smollm2-cpu)."""
+COMPILE = ["lm_head=labelled", "cpu_bf16=true", "+sft.torch_compile=true"]
+GPU_CANDIDATES = {
+    "padded baseline, 4 rows per step": [
+        "sft.packing=false",
+        "sft.padding_free=false",
+        "op.per_device_batch=4",
+    ],
+    "recipe: bfd packing, padding-free": ["op.per_device_batch=1"],
+}
 
 QWEN25_14B = {
     "hidden_size": 5120,
@@ -41,112 +64,128 @@ QWEN25_14B = {
 }
 
 
-def random_14b(out: Path) -> Path:
+def random_14b(out: Path, tokenizer: str) -> Path:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    if (out / "config.json").exists():
-        return out
-    torch.manual_seed(0)
-    model = Qwen2ForCausalLM(Qwen2Config(**QWEN25_14B)).to(torch.bfloat16)
-    model.save_pretrained(str(out), safe_serialization=True)
+    if not (out / "config.json").exists():
+        torch.manual_seed(0)
+        model = Qwen2ForCausalLM(Qwen2Config(**QWEN25_14B)).to(torch.bfloat16)
+        model.save_pretrained(str(out), safe_serialization=True)
+        for f in Path(tokenizer).glob("*token*"):
+            shutil.copy(f, out / f.name)
     return out
 
 
-def one(args: argparse.Namespace) -> dict:
-    import torch
-    from datasets import load_from_disk
-    from transformers import AutoTokenizer
-    from trl import SFTTrainer
+def one(overrides: list[str]) -> dict:
+    """Train one candidate in this process; what its manifest says."""
+    from train.recipe import train_adapter
 
-    from core.models import load_model
-    from train.config import TrainConfig
-    from train.recipe import lora_config, peak_memory_bytes, sft_config
-
-    cfg = TrainConfig()
-    cfg.op.name, cfg.op.max_length, cfg.max_steps = args.op, args.max_length, args.steps
-    cfg.op.per_device_batch, cfg.op.grad_accum = (4, 1) if args.only == "baseline" else (1, 1)
-    cfg.model.name, cfg.model.path = args.model_shape, args.model_path
-    cfg.model.compute_dtype = "bfloat16" if torch.cuda.is_available() else "float32"
-    cfg.logging_steps, cfg.eval_steps, cfg.save_steps = args.steps, 10**6, 10**6
-    data = load_from_disk(str(Path(args.datasets_dir) / "all" / args.op))["train"]
-    data = data.select(range(min(len(data), args.examples))).select_columns(["prompt", "completion"])
-
-    model, _ = load_model(cfg.model)
-    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
-    sft = sft_config(cfg, Path(args.scratch) / args.only)
-    sft.eval_strategy, sft.save_strategy = "no", "no"
-    sft.include_num_input_tokens_seen = "non_padding"
-    if args.only == "baseline":
-        sft.packing, sft.padding_free = False, False
-    trainer = SFTTrainer(
-        model=model, args=sft, train_dataset=data, processing_class=tokenizer, peft_config=lora_config(cfg)
-    )
-    if torch.cuda.is_available():
-        torch.cuda.reset_peak_memory_stats()
-    started = time.perf_counter()
-    trainer.train()
-    seconds = time.perf_counter() - started
-    tokens = int(trainer.state.num_input_tokens_seen)
+    manifest = train_adapter(compose_config("train", overrides))
+    steps = [e for e in manifest["log_history"] if "loss" in e and "num_input_tokens_seen" in e]
+    first, last = steps[0], steps[-1]
+    tokens = last["num_input_tokens_seen"] - first["num_input_tokens_seen"]
+    seconds = float(last["train_runtime"]) - float(first["train_runtime"])
     return {
-        "config": args.only,
-        "steps": trainer.state.global_step,
-        "tokens": tokens,
-        "seconds": seconds,
+        "steps": manifest["global_step"],
         "tokens_per_s": tokens / seconds,
-        "step_s": seconds / max(1, trainer.state.global_step),
-        "peak_gib": peak_memory_bytes() / 2**30,
-        "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
+        "step_s": seconds / (len(steps) - 1),
+        "peak_gib": manifest["peak_memory_bytes"] / 2**30,
+        "losses": [round(float(e["loss"]), 4) for e in steps],
+        "precision": manifest["device"]["precision"],
+        "device": manifest["device"]["device"],
     }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model-shape", choices=["tiny", "qwen2.5-14b"], default="tiny")
-    parser.add_argument("--op", default="extract")
-    parser.add_argument("--steps", type=int, default=8)
-    parser.add_argument("--examples", type=int, default=256)
-    parser.add_argument("--max-length", type=int, default=2048)
-    parser.add_argument("--datasets-dir", default=DATASETS)
-    parser.add_argument("--tokenizer", default=f"{MODELS}/tiny")
-    parser.add_argument("--only", choices=["baseline", "recipe"], help=argparse.SUPPRESS)
-    parser.add_argument("--model-path", help=argparse.SUPPRESS)
-    parser.add_argument("--scratch", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="smollm2-135m-instruct", help="a config name in configs/model/ (CPU)")
+    ap.add_argument("--model-shape", choices=["qwen2.5-14b"], help="GPU: random weights of this shape")
+    ap.add_argument("--op", default="compare")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--max-length", type=int, help="default: 2,048 on a GPU, the CPU recipe's 1,024")
+    ap.add_argument("--datasets-dir", default=DATASETS)
+    ap.add_argument("--compile", action="store_true", help="add the recipe with torch.compile")
+    ap.add_argument("--only", help=argparse.SUPPRESS)
+    args = ap.parse_args()
     if args.only:
-        print("RESULT " + json.dumps(one(args)), flush=True)
+        print("RESULT " + json.dumps(one(json.loads(args.only))), flush=True)
         return
 
+    import torch
+
+    from core.models import model_config
+    from train.builds import ensure_model
+    from train.throughput import flops_per_token, matmul_peak, token_mix
+
+    gpu = args.model_shape is not None
+    candidates = dict(GPU_CANDIDATES if gpu else CPU_CANDIDATES)
+    if args.compile:
+        candidates["recipe + torch.compile"] = COMPILE
     with tempfile.TemporaryDirectory() as scratch:
-        path = (
-            args.tokenizer if args.model_shape == "tiny" else str(random_14b(Path(scratch) / "qwen2.5-14b"))
-        )
-        results = []
-        for config in ("baseline", "recipe"):
-            cmd = [sys.executable, __file__, "--only", config, "--model-path", path, "--scratch", scratch]
-            cmd += ["--model-shape", args.model_shape, "--op", args.op, "--steps", str(args.steps)]
-            cmd += ["--examples", str(args.examples), "--max-length", str(args.max_length)]
-            cmd += ["--datasets-dir", args.datasets_dir, "--tokenizer", args.tokenizer]
+        if gpu:
+            path = random_14b(Path(scratch) / "qwen2.5-14b", f"{MODELS}/tiny")
+            model = ["model=qwen2.5-14b-instruct", f"model.path={path}", "recipe=gpu"]
+            lora = model_config("qwen2.5-14b-instruct").lora
+        else:
+            cfg = model_config(args.model)
+            ensure_model(cfg)
+            path, lora = cfg.path, cfg.lora
+            model = [f"model={args.model}", "recipe=smollm2-cpu" if cfg.cpu_recipe else "recipe=cpu"]
+        common = [
+            f"op={args.op}",
+            *model,
+            f"op.max_length={args.max_length or (2048 if gpu else 1024)}",
+            f"max_steps={args.steps}",
+            f"datasets_dir={args.datasets_dir}",
+            "logging_steps=1",
+            "max_eval_samples=2",
+            "eval_steps=100000",
+            "save_steps=100000",
+            "prepare=false",
+        ]
+        from datasets import load_from_disk
+        from transformers import AutoTokenizer
+
+        rows = load_from_disk(str(Path(args.datasets_dir) / "all" / args.op))["train"]
+        per_token = flops_per_token(path, lora, token_mix(rows, AutoTokenizer.from_pretrained(path)))
+        peaks = {"float32": matmul_peak("float32")} if not gpu else {}
+        if not gpu and native_bf16():
+            peaks["bf16"] = matmul_peak("bfloat16")
+        results = {}
+        for name, overrides in candidates.items():
+            where = [f"adapters_dir={Path(scratch) / str(len(results))}"]
+            cmd = [sys.executable, __file__, "--only", json.dumps([*common, *overrides, *where])]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
             if proc.returncode != 0 or line is None:
-                sys.exit(f"{config} run failed:\n{proc.stderr[-3000:]}")
-            results.append(json.loads(line.removeprefix("RESULT ")))
+                sys.exit(f"{name}: failed\n{proc.stderr[-3000:]}")
+            results[name] = json.loads(line.removeprefix("RESULT "))
+            print(f"{name}: {results[name]['tokens_per_s']:.1f} tokens/s", flush=True)
 
-    base, recipe = results
-    print(
-        f"model {args.model_shape}, op {args.op}, {args.steps} steps, max length {args.max_length}, "
-        f"device {base['device']}"
+    first = next(iter(results.values()))
+    device = (
+        first["device"]
+        if gpu
+        else f"{cpu_model()} ({' '.join(matmul_flags())}), {torch.get_num_threads()} threads"
     )
-    print(f"{'config':<9} {'tokens':>8} {'tokens/s':>9} {'step s':>7} {'peak GiB':>9}")
-    for r in results:
-        rate, step, peak = r["tokens_per_s"], r["step_s"], r["peak_gib"]
-        print(f"{r['config']:<9} {r['tokens']:>8} {rate:>9.1f} {step:>7.2f} {peak:>9.2f}")
-    print(
-        f"recipe / baseline: {recipe['tokens_per_s'] / base['tokens_per_s']:.2f}x tokens/s, "
-        f"{recipe['peak_gib'] / base['peak_gib']:.2f}x peak memory"
-    )
+    print(f"\n{device}; {args.model_shape or args.model}, op {args.op}, {args.steps} steps")
+    print(f"{per_token / 1e9:.3f} GFLOP per trained token (train/throughput.py)")
+    if peaks:
+        print("matmul peak: " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peaks.items()))
+    columns = "candidate | precision | tokens/s | × first | GFLOP/s | of peak | s/step | peak GiB | losses"
+    print(f"\n| {columns} |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for name, r in results.items():
+        rate = r["tokens_per_s"]
+        achieved = rate * per_token / 1e9
+        peak = peaks.get(r["precision"])
+        share = f"{achieved / peak:.0%}" if peak else "-"
+        losses = ", ".join(f"{x:.3f}" for x in r["losses"][-3:])  # the last three steps
+        print(
+            f"| {name} | {r['precision']} | {rate:.1f} | {rate / first['tokens_per_s']:.2f} | {achieved:.0f} "
+            f"| {share} | {r['step_s']:.2f} | {r['peak_gib']:.2f} | {losses} |"
+        )
 
 
 if __name__ == "__main__":

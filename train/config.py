@@ -49,6 +49,9 @@ RECIPE_SFT: dict[str, Any] = {
 padding, cosine schedule with 5% warmup."""
 
 
+LM_HEADS = ("labelled", "all")
+
+
 @dataclass
 class TrainingRun(RunConfig):
     recipe: str = AUTO
@@ -71,6 +74,13 @@ class TrainingRun(RunConfig):
     """Checkpoints kept for resuming; unset keeps every one (e.g. for a learning curve)."""
     logging_steps: int = 5
     report_to: str = "none"
+    lm_head: str = "labelled"
+    """Where the LM head scores: ``labelled``, only the positions the loss reads (TRL does this on
+    CUDA; ``train/cpu.py`` makes a CPU do it too), or ``all``, every position (TRL's default off
+    Triton devices, and the CPU recipes before issue 26). The loss is the same either way."""
+    cpu_bf16: bool = False
+    """On a CPU with native bf16 matmuls (AVX-512-BF16 or AMX), autocast to bf16; elsewhere, or
+    off, fp32. The manifest records what ran. A GPU run takes bf16 from ``model.compute_dtype``."""
     sft: dict[str, Any] = field(default_factory=lambda: dict(RECIPE_SFT))
     """``trl.SFTConfig`` fields under TRL's own names, passed through as they are: any trainer
     option is one override away (``sft.lr_scheduler_type=constant``; ``+sft.<field>=...`` for
@@ -82,6 +92,7 @@ class TrainingRun(RunConfig):
 
     def __post_init__(self) -> None:
         known_names("steps", list(self.steps), list(ADAPTERS))
+        known_names("lm_head", [self.lm_head], list(LM_HEADS))
 
 
 @dataclass

@@ -5,6 +5,7 @@ A straight sequence: seed, data, model, trainer, train (resuming if asked or req
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -28,6 +29,7 @@ from core.models import load_model
 from operators.registry import ADAPTERS
 from train.builds import ensure_model
 from train.config import TrainConfig
+from train.cpu import cpu_model, labelled_positions_only, matmul_flags, native_bf16
 
 
 class AdapterExists(RuntimeError):
@@ -100,6 +102,15 @@ def load_splits(cfg: TrainConfig):  # -> (train, validation) datasets.Dataset
     )
 
 
+def precision(cfg: TrainConfig) -> str:
+    """What the matmuls run in: ``bf16`` (autocast) or the model's own dtype."""
+    import torch
+
+    if torch.cuda.is_available():
+        return "bf16" if cfg.model.compute_dtype == "bfloat16" else cfg.model.compute_dtype
+    return "bf16" if cfg.cpu_bf16 and native_bf16() else cfg.model.compute_dtype
+
+
 def sft_config(cfg: TrainConfig, checkpoints: Path):  # -> trl.SFTConfig
     """The fields this config names, then ``cfg.sft`` as it is (``RECIPE_SFT`` by default)."""
     import dataclasses
@@ -126,7 +137,7 @@ def sft_config(cfg: TrainConfig, checkpoints: Path):  # -> trl.SFTConfig
         save_total_limit=cfg.save_total_limit,
         logging_steps=cfg.logging_steps,
         report_to=[] if cfg.report_to == "none" else [cfg.report_to],
-        bf16=on_gpu and cfg.model.compute_dtype == "bfloat16",
+        bf16=precision(cfg) == "bf16",
         use_cpu=not on_gpu,
         include_num_input_tokens_seen=True,
         dataset_num_proc=None,
@@ -149,6 +160,20 @@ def lora_config(cfg: TrainConfig):  # -> peft.LoraConfig
         target_modules=list(cfg.model.lora.target_modules),
         task_type="CAUSAL_LM",
     )
+
+
+def device_record(cfg: TrainConfig) -> dict[str, Any]:
+    """What the run computed on and the recipe's choices for it, for the manifest."""
+    import torch
+
+    on_gpu = torch.cuda.is_available()
+    return {
+        "device": torch.cuda.get_device_name() if on_gpu else cpu_model(),
+        "cpu_flags": [] if on_gpu else matmul_flags(),
+        "precision": precision(cfg),
+        "lm_head": cfg.lm_head,
+        "torch_compile": bool(cfg.sft.get("torch_compile", False)),
+    }
 
 
 def peak_memory_bytes() -> int:
@@ -190,10 +215,11 @@ def train_adapter(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[
         peft_config=lora_config(cfg),
     )
     started = time.perf_counter()
-    result = trainer.train(resume_from_checkpoint=resume_from)
-    evals = [e for e in trainer.state.log_history if "eval_loss" in e]
-    if not evals or evals[-1]["step"] != trainer.state.global_step:
-        evals.append(trainer.evaluate())
+    with labelled_positions_only() if cfg.lm_head == "labelled" else contextlib.nullcontext():
+        result = trainer.train(resume_from_checkpoint=resume_from)
+        evals = [e for e in trainer.state.log_history if "eval_loss" in e]
+        if not evals or evals[-1]["step"] != trainer.state.global_step:
+            evals.append(trainer.evaluate())
     seconds = time.perf_counter() - started
 
     if trainer.is_fsdp_enabled:  # gather the sharded LoRA weights into one adapter file
@@ -221,6 +247,7 @@ def train_adapter(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[
         tokens_seen=int(state.num_input_tokens_seen),
         wall_seconds=round(seconds, 2),
         threads=threads,
+        device=device_record(cfg),
         peak_memory_bytes=peak_memory_bytes(),
         log_history=state.log_history,
     )

@@ -87,6 +87,8 @@ def test_launch_saves_a_loadable_adapter_with_manifest(trained: Path, tiny_model
     assert manifest["config"]["op"]["name"] == "compare" and "model=tiny" in manifest["overrides"]
     assert {"torch", "trl", "peft", "transformers"} <= set(manifest["libraries"])
     assert manifest["dataset_fingerprint"]
+    device = manifest["device"]  # the recipe's choices for this machine, as they ran
+    assert (device["precision"], device["lm_head"], device["torch_compile"]) == ("float32", "labelled", False)
     assert manifest["config"]["sft"]["lr_scheduler_type"] == "constant"
     rates = [e["learning_rate"] for e in manifest["log_history"] if "learning_rate" in e]
     assert len(rates) == 4 and set(rates) == {manifest["config"]["op"]["learning_rate"]}
