@@ -5,13 +5,15 @@
 One command, three child processes (argument lists), everything under ``--root``:
 1. ``scripts/loo.py --config-name <config>``: the model build, the datasets, the synthetic-only
    adapters, and the five folds on ``hf``, engine replays included;
-2. the same config with ``backend=vllm replay=false extract_modes=[direct]``: every operator
-   on one vLLM server holding the same adapters, for the parity of the two backends;
-3. the decoding parity of the two runs (``eval/parity.py``).
+2. the same config with ``backend=vllm``: the same pass, every variant and engine replay, on one
+   vLLM server holding the same adapters;
+3. the parity of the two runs per operator and variant (``eval/parity.py``): identical raw text
+   for every model call, identical final values and answers for every replay.
 
 Then it prints the wall time of each child and of each stage inside the first (read from what
-the stages wrote: ``build.json``, the adapter manifests), the training tokens/s, the pooled
-held-out figures and the parity, and writes them to ``<root>/heldout.json``. A rerun resumes
+the stages wrote: ``build.json``, the adapter manifests), the training tokens/s and their share
+of this machine's matmul peak (``train/throughput.py``), the pooled held-out figures and the
+parity, and writes them to ``<root>/heldout.json``. A rerun resumes
 what is finished, so its child times are only those of what was left: give a new ``--root``
 for a timing.
 """
@@ -28,6 +30,8 @@ from pathlib import Path
 from core.config import compose_config
 from core.layout import OUTPUTS
 from eval.parity import parity as decoding_parity
+from train.cpu import cpu_model, matmul_flags, native_bf16
+from train.throughput import flops_per_token, matmul_peak, token_mix
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,6 +47,18 @@ def run(name: str, argv: list[str], log: Path) -> float:
         sys.exit(f"[{name}] failed with exit code {done.returncode} after {seconds:.0f} s; see {log}")
     print(f"[{name}] {seconds:.0f} s", flush=True)
     return seconds
+
+
+def cost(config: dict, datasets: Path) -> float:
+    """FLOPs per trained token of an adapter, from its resolved config and training rows."""
+    from datasets import load_from_disk
+    from transformers import AutoTokenizer
+
+    from core.models import LoraSpec
+
+    rows = load_from_disk(str(datasets / config["fold"] / config["op"]["name"]))["train"]
+    mix = token_mix(rows, AutoTokenizer.from_pretrained(config["model"]["path"]))
+    return flops_per_token(config["model"]["path"], LoraSpec(**config["model"]["lora"]), mix)
 
 
 def pooled(summary: dict, variant: str, metric: str) -> str:
@@ -62,6 +78,9 @@ def main() -> None:
     args = parser.parse_args()
     root = args.root.resolve()
     (root / "logs").mkdir(parents=True, exist_ok=True)
+    peaks = {"float32": matmul_peak("float32")}  # measured first, with the machine to itself
+    if native_bf16():
+        peaks["bf16"] = matmul_peak("bfloat16")
     model_path = root / "models" / compose_config(args.config_name, []).model.name
     where = [
         f"model.path={model_path}",
@@ -71,8 +90,7 @@ def main() -> None:
     ]
     loo = [sys.executable, "scripts/loo.py", "--config-name", args.config_name, *where]
     walls = {"hf": run("hf", [*loo, "run=hf"], root / "logs" / "hf.log")}
-    vllm = [*loo, "run=vllm", "backend=vllm", "replay=false", "extract_modes=[direct]"]
-    walls["vllm"] = run("vllm", vllm, root / "logs" / "vllm.log")
+    walls["vllm"] = run("vllm", [*loo, "run=vllm", "backend=vllm"], root / "logs" / "vllm.log")
     parity = decoding_parity(root / "loo" / "hf", root / "loo" / "vllm")
 
     stages = {"model build": json.loads((model_path / "build.json").read_text())["seconds"]}
@@ -81,10 +99,16 @@ def main() -> None:
         m = json.loads(manifest.read_text())
         op = manifest.parent.name
         stages[f"adapter {op}"] = m["wall_seconds"]
+        rate = m["tokens_seen"] / m["wall_seconds"]
+        gflops = rate * cost(m["config"], root / "datasets") / 1e9
+        precision = m["device"]["precision"]
         training[op] = {
             "steps": m["global_step"],
             "tokens": m["tokens_seen"],
-            "tokens_per_second": round(m["tokens_seen"] / m["wall_seconds"], 1),
+            "tokens_per_second": round(rate, 1),
+            "gflops": round(gflops, 1),
+            "precision": precision,
+            "share_of_peak": round(gflops / peaks[precision], 3),
             "eval_loss": m["eval_loss"],
         }
     stages["hf: data, scoring and replays"] = walls["hf"] - sum(stages.values())
@@ -92,6 +116,8 @@ def main() -> None:
     summary = json.loads((root / "loo" / "hf" / "summary.json").read_text())
     result = {
         "config": args.config_name,
+        "cpu": f"{cpu_model()} ({' '.join(matmul_flags())})",
+        "matmul_peak_gflops": {k: round(v, 1) for k, v in peaks.items()},
         "wall_seconds": {**walls, "total": sum(walls.values())},
         "stages": {k: round(v, 1) for k, v in stages.items()},
         "training": training,
@@ -103,16 +129,23 @@ def main() -> None:
     print(f"\nwall time: {result['wall_seconds']['total'] / 60:.1f} min in all")
     for name, seconds in result["stages"].items():
         print(f"  {name:40s} {seconds:8.0f} s")
+    print(
+        f"\ntraining on {result['cpu']}, matmul peak "
+        + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peaks.items())
+    )
     for op, t in training.items():
-        rate = t["tokens_per_second"]
-        print(f"  {op:16s} {t['steps']:4d} steps, {t['tokens']:7d} tokens, {rate:6.1f} tokens/s")
+        rate, share = t["tokens_per_second"], t["share_of_peak"]
+        print(
+            f"  {op:16s} {t['steps']:4d} steps, {t['tokens']:7d} tokens, {rate:6.1f} tokens/s, "
+            f"{t['gflops']:5.0f} GFLOP/s = {share:.0%} of the {t['precision']} peak"
+        )
     print("\npooled held-out, exact match / claim F1 with 95% CIs:")
     for variant in summary["mean"]:
         cells = [
             f"{m} {pooled(summary, variant, m)}" for m in ("compare", "update", "extract", "extract_value")
         ]
         print(f"  {variant:18s} " + "; ".join(cells))
-    print("\nparity hf vs vllm (identical raw text):")
+    print("\nparity hf vs vllm (identical raw text; replays: identical final values and answers):")
     for name, row in parity.items():
         print(f"  {name:20s} {row['identical']:4d}/{row['samples']:<4d} {row['share']:.1%}")
     print(f"\n-> {root / 'heldout.json'}")

@@ -200,6 +200,12 @@ def test_hf_and_vllm_decode_the_same_text(
         "extract/two-stage",
         "extract/two-stage-trained",
         *(f"{op}/prompted" for op in OPS),
+        *(
+            f"{engine}/{v}"
+            for engine in ("engine_state", "engine_queries")
+            for v in VARIANTS
+            if v != "symbolic"
+        ),
     }
     for name, row in shares.items():
         assert row["samples"] > 0 and row["share"] >= 0.9, (name, row)
