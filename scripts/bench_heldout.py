@@ -29,6 +29,7 @@ from pathlib import Path
 
 from core.config import compose_config
 from core.layout import OUTPUTS
+from eval.config import LooConfig
 from eval.parity import parity as decoding_parity
 from train.cpu import cpu_model, matmul_flags, native_bf16
 from train.throughput import flops_per_token, matmul_peak, token_mix
@@ -81,7 +82,8 @@ def main() -> None:
     peaks = {"float32": matmul_peak("float32")}  # measured first, with the machine to itself
     if native_bf16():
         peaks["bf16"] = matmul_peak("bfloat16")
-    model_path = root / "models" / compose_config(args.config_name, []).model.name
+    run: LooConfig = compose_config(args.config_name, [])  # importing LooConfig registers its schema
+    model_path = root / "models" / run.model.name
     where = [
         f"model.path={model_path}",
         f"datasets_dir={root / 'datasets'}",
