@@ -82,8 +82,8 @@ def main() -> None:
     peaks = {"float32": matmul_peak("float32")}  # measured first, with the machine to itself
     if native_bf16():
         peaks["bf16"] = matmul_peak("bfloat16")
-    run: LooConfig = compose_config(args.config_name, [])  # importing LooConfig registers its schema
-    model_path = root / "models" / run.model.name
+    loo_cfg: LooConfig = compose_config(args.config_name, [])  # importing LooConfig registers its schema
+    model_path = root / "models" / loo_cfg.model.name
     where = [
         f"model.path={model_path}",
         f"datasets_dir={root / 'datasets'}",
