@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
+import shutil
 import tempfile
 import threading
 import time
@@ -37,6 +38,7 @@ from operators.backends.vllm import VLLMBackend
 from operators.learned import EXTRACT_MODES, LearnedOperators
 from operators.registry import EXTRACT, STAGES_ADAPTER
 from train.builds import ensure_model
+from train.recipe import lora_config
 
 SAMPLE = re.compile(r"^(vllm:[a-z_]+)(\{[^}]*\})? ([0-9.e+-]+)$")
 COUNTERS = {
@@ -79,24 +81,18 @@ class Gauges(threading.Thread):
 
 
 def untrained_adapters(model: ModelConfig, out: Path) -> dict[str, Path]:
-    """LoRA adapters as train.py would save them (rank, alpha and projections of the model's
-    config), straight after initialisation."""
-    from peft import LoraConfig, get_peft_model
+    """One LoRA adapter as train.py would save it (the model's rank, alpha and projections),
+    straight after initialisation, under the names extraction asks for."""
+    from peft import get_peft_model
     from transformers import AutoModelForCausalLM
 
-    lora = LoraConfig(
-        r=model.lora.r,
-        lora_alpha=model.lora.alpha,
-        target_modules=list(model.lora.target_modules),
-        task_type="CAUSAL_LM",
-    )
-    dirs = {}
-    for name in (EXTRACT.name, STAGES_ADAPTER):
-        base = AutoModelForCausalLM.from_pretrained(model.path, use_safetensors=True, trust_remote_code=False)
-        get_peft_model(base, lora).save_pretrained(str(out / name))
-        write_manifest(out / name, untrained="saved straight after initialisation by scripts/bench_serve.py")
-        dirs[name] = out / name
-    return dirs
+    base = AutoModelForCausalLM.from_pretrained(model.path, use_safetensors=True, trust_remote_code=False)
+    first, *others = (out / name for name in (EXTRACT.name, STAGES_ADAPTER))
+    get_peft_model(base, lora_config(model.lora)).save_pretrained(str(first))
+    write_manifest(first, untrained="saved straight after initialisation by scripts/bench_serve.py")
+    for folder in others:
+        shutil.copytree(first, folder)
+    return {folder.name: folder for folder in (first, *others)}
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ from core.layout import (
     dataset_dir,
     unready,
 )
-from core.models import load_model
+from core.models import LoraSpec, load_model
 from operators.registry import ADAPTERS
 from train.builds import ensure_model
 from train.config import TrainConfig
@@ -150,14 +150,14 @@ def sft_config(cfg: TrainConfig, checkpoints: Path):  # -> trl.SFTConfig
     return trl.SFTConfig(**named, **cfg.sft)
 
 
-def lora_config(cfg: TrainConfig):  # -> peft.LoraConfig
+def lora_config(lora: LoraSpec):  # -> peft.LoraConfig
     from peft import LoraConfig
 
     return LoraConfig(
-        r=cfg.model.lora.r,
-        lora_alpha=cfg.model.lora.alpha,
-        lora_dropout=cfg.model.lora.dropout,
-        target_modules=list(cfg.model.lora.target_modules),
+        r=lora.r,
+        lora_alpha=lora.alpha,
+        lora_dropout=lora.dropout,
+        target_modules=list(lora.target_modules),
         task_type="CAUSAL_LM",
     )
 
@@ -212,7 +212,7 @@ def train_adapter(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[
         train_dataset=train_ds,
         eval_dataset=eval_ds,
         processing_class=tokenizer,
-        peft_config=lora_config(cfg),
+        peft_config=lora_config(cfg.model.lora),
     )
     started = time.perf_counter()
     with labelled_positions_only() if cfg.lm_head == "labelled" else contextlib.nullcontext():

@@ -48,12 +48,14 @@ class TokenMix:
 def token_mix(dataset, tokenizer, examples: int = 256) -> TokenMix:  # datasets.Dataset, tokenizer
     """Measured on the first ``examples`` rows of a prompt/completion dataset, tokenized with the
     chat template as SFT training does."""
+
+    def length(messages: list[dict[str, str]], **kwargs) -> int:
+        return len(tokenizer.apply_chat_template(messages, return_dict=True, **kwargs)["input_ids"])
+
     total = labelled = pairs = 0
     for row in dataset.select(range(min(examples, len(dataset)))):
-        prompt = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True)
-        whole = tokenizer.apply_chat_template(row["prompt"] + row["completion"], tokenize=True)
-        n = len(whole["input_ids"] if isinstance(whole, dict) else whole)
-        p = len(prompt["input_ids"] if isinstance(prompt, dict) else prompt)
+        n = length(row["prompt"] + row["completion"])
+        p = length(row["prompt"], add_generation_prompt=True)
         total, labelled, pairs = total + n, labelled + n - p, pairs + n * (n + 1) // 2
     return TokenMix(labelled=labelled / total, mean_context=pairs / total)
 

@@ -10,7 +10,7 @@ from core.models import LoraSpec, ModelConfig
 from train.config import OpConfig, TrainConfig
 from train.cpu import labelled_positions_only, native_bf16
 from train.recipe import precision
-from train.throughput import TokenMix, flops_per_token
+from train.throughput import TokenMix, flops_per_token, token_mix
 
 
 def fused_log_probs(model, ids, labels):
@@ -66,3 +66,24 @@ def test_the_flop_count_is_four_per_weight_of_the_body(tiny_model: Path) -> None
     head = 2 * 2 * model.config.hidden_size * model.config.vocab_size
     labelled = flops_per_token(tiny_model, LoraSpec(r=0), TokenMix(labelled=1.0, mean_context=0.0))
     assert labelled - 4 * weights == pytest.approx(head)
+
+
+def test_the_token_mix_counts_the_completion_as_labelled(tiny_model: Path) -> None:
+    """Counted against the chat template rendered as text and tokenized on its own."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    prompt = [{"role": "user", "content": "Which claim wins, the first or the second?"}]
+    completion = [{"role": "assistant", "content": '{"relation":"conflicting","winner":"second"}'}]
+    rows = Dataset.from_list([{"prompt": prompt, "completion": completion}])
+
+    def tokens(messages, **kwargs) -> int:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, **kwargs)
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    whole, asked = tokens(prompt + completion), tokens(prompt, add_generation_prompt=True)
+    mix = token_mix(rows, tokenizer)
+    assert 0 < mix.labelled < 1
+    assert mix.labelled == pytest.approx((whole - asked) / whole)
+    assert mix.mean_context == pytest.approx((whole + 1) / 2)

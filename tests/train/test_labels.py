@@ -42,7 +42,7 @@ def trainer(request: pytest.FixtureRequest, small_datasets: Path, tmp_path_facto
         args=args,
         train_dataset=train.select_columns(["prompt", "completion"]),
         processing_class=tokenizer,
-        peft_config=lora_config(cfg),
+        peft_config=lora_config(cfg.model.lora),
     )
     return t, train, tokenizer
 
