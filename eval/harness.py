@@ -3,7 +3,9 @@ trajectory's test examples and replay that trajectory through the engine.
 
 Variants: ``direct``, ``two-stage`` and, when an ``extract-stages`` adapter was trained,
 ``two-stage-trained`` (learned operators; they differ in extraction only, so compare and
-update are run once, as ``learned``), ``prompted`` (the base model without
+update are run once, as ``learned``), ``decisions`` (engine replay only: gold extraction with
+the learned compare and update, so the engine rows show what the learned conflict logic does
+to the memory apart from extraction), ``prompted`` (the base model without
 adapters, the same prompts and grammar, two-stage extraction: the baseline of an instruct model
 used as a judge) and ``symbolic`` (the rules and gold extraction, run on the same inputs: the
 reference ceiling). Every sample becomes one record
@@ -64,9 +66,14 @@ def _dump(output: Any) -> Any:
 
 PROMPTED_EXTRACT = "two-stage"
 """The prompted baseline extracts in two stages: the grammar then guarantees a valid answer."""
+DECISIONS_ONLY = "decisions"
+"""The engine variant with gold extraction and the learned decisions."""
 
 
-def extract_mode(variant: str) -> str:
+def extract_mode(variant: str) -> str | None:
+    """How a variant's engine replay extracts; None: it writes the gold claims."""
+    if variant == DECISIONS_ONLY:
+        return None
     return PROMPTED_EXTRACT if variant == "prompted" else variant
 
 
@@ -231,7 +238,7 @@ def replay_fold(
     every note (answered from ``ops.answers`` where the scoring asked the same), so it is the
     slowest part of a fold; a run scores every fold first."""
     on = _variants(ops)
-    for variant in (*modes, "prompted", "symbolic"):
+    for variant in (*modes, DECISIONS_ONLY, "prompted", "symbolic"):
         if not records.done(fold, "engine_queries", variant, episode.queries[-1].id):
             if progress:
                 print(f"{fold}: engine replay ({variant})", flush=True)

@@ -20,7 +20,10 @@ from eval.records import Record, RecordsError, read_records, write_records
 from operators.registry import DECISIONS, OPERATORS, OPS
 
 LEARNED = ("direct", "two-stage", "two-stage-trained")
-VARIANTS = (*LEARNED, "prompted", "symbolic")
+ENGINE_ONLY = ("decisions",)
+"""Variants with engine rows only (``eval.harness.DECISIONS_ONLY``: gold extraction, learned
+decisions)."""
+VARIANTS = (*LEARNED, *ENGINE_ONLY, "prompted", "symbolic")
 """Report variants. Records of compare and update carry ``learned`` (shared by the learned
 variants, since none depends on extraction), ``prompted`` or ``symbolic``. A run scores
 ``two-stage-trained`` only when it trained the ``extract-stages`` adapter."""
@@ -212,7 +215,7 @@ def header(run: dict[str, Any]) -> list[str]:
 
 def variant_tables(summary: dict[str, Any]) -> list[str]:
     lines = []
-    for variant in summary["variants"]:
+    for variant in (v for v in summary["variants"] if v not in ENGINE_ONLY):
         lines += [
             f"## {variant}",
             "",

@@ -8,6 +8,9 @@
 - ``hybrid``: learned extraction, the update rule, and learned ``compare`` only as the judge
   of exact ties (equal evidence score and equal time), the one place the rule cannot decide.
 
+``learned`` with gold extraction (``extract_mode=None``) isolates the learned conflict logic:
+what the decisions alone do to the memory.
+
 An unparsable answer never stops a replay: it is counted, and the engine takes the choice
 that drops nothing (the claim is kept as contested; a tie keeps the current value).
 """
@@ -94,9 +97,10 @@ def replay(
     episode: Episode,
     mode: Mode = "symbolic",
     ops: LearnedOperators | None = None,
-    extract_mode: ExtractMode = "direct",
+    extract_mode: ExtractMode | None = "direct",
 ) -> Replay:
-    """Replay the episode's sessions in order through the engine."""
+    """Replay the episode's sessions in order through the engine; with ``extract_mode=None``
+    the sessions' gold claims are written instead of extracted ones."""
     sessions = episode.sessions
     failures: Counter[str] = Counter()
     mem = memory_for(mode, ops, failures)
@@ -106,12 +110,15 @@ def replay(
         decisions = [step.decision for step in episode.trace(mem)]
     else:
         assert ops is not None
-        extractions = ops.extract([(s.note(), episode.catalog) for s in sessions], extract_mode)
-        for e in extractions:
-            for call in e.calls:
-                if call.error:
-                    failures[call.step] += 1
-        claims = [[c.to_claim(s) for c in e.claims] for s, e in zip(sessions, extractions, strict=True)]
+        if extract_mode is None:
+            claims = [s.memory_claims() for s in sessions]
+        else:
+            extractions = ops.extract([(s.note(), episode.catalog) for s in sessions], extract_mode)
+            for e in extractions:
+                for call in e.calls:
+                    if call.error:
+                        failures[call.step] += 1
+            claims = [[c.to_claim(s) for c in e.claims] for s, e in zip(sessions, extractions, strict=True)]
         decisions = [mem.apply(c) for batch in claims for c in batch]
     calls = Counter(ops.calls) - before if ops else Counter()
     return Replay(mem, decisions, extractions, calls, failures)
