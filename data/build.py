@@ -22,8 +22,9 @@ from tqdm import tqdm
 
 from core.layout import ALL, SYNTHETIC
 from core.sessions import Episode
+from data.realism import baseline_markdown, one_input_baseline, realism, realism_markdown
 from operators.examples import Example, stage_examples
-from operators.registry import EXTRACT, OPERATORS, OPS, STAGES_ADAPTER, adapters
+from operators.registry import DECISIONS, EXTRACT, OPERATORS, OPS, STAGES_ADAPTER, adapters
 
 SPLITS: tuple[str, ...] = ("train", "validation", "test")
 
@@ -210,7 +211,13 @@ def length_counter(tokenizer_dir: Path) -> tuple[str, Callable[[Example], int]]:
     return "characters", lambda ex: sum(len(m["content"]) for m in ex["prompt"] + ex["completion"])
 
 
-def card(pool: Pool, episodes: list[Episode], sizes: dict[str, Any], tokenizer_dir: Path) -> dict[str, Any]:
+def card(
+    pool: Pool,
+    episodes: list[Episode],
+    sizes: dict[str, Any],
+    tokenizer_dir: Path,
+    validation_fraction: float,
+) -> dict[str, Any]:
     unit, length = length_counter(tokenizer_dir)
     ops: dict[str, Any] = {}
     for op in pool.datasets:
@@ -225,7 +232,24 @@ def card(pool: Pool, episodes: list[Episode], sizes: dict[str, Any], tokenizer_d
         if op == STAGES_ADAPTER:
             stage = Counter(json.loads(r["inputs"]).get("stage", "direct") for r in rows)
             ops[op]["stage"] = {k: stage[k] for k in ("direct", "select", "fill")}
-    return {"length_unit": unit, "ops": ops, "folds": sizes}
+    synthetic = [e for e in episodes if e.source == "synthetic"]
+    train = [e for e in synthetic if not is_validation(e.id, validation_fraction)]
+    tests = {
+        "synthetic validation": [e for e in synthetic if is_validation(e.id, validation_fraction)],
+        "trajectories": [e for e in episodes if e.source != "synthetic"],
+    }
+    return {
+        "length_unit": unit,
+        "ops": ops,
+        "folds": sizes,
+        "realism": realism(episodes, pool.examples, DECISIONS),
+        "one_input": {
+            op: one_input_baseline(
+                pool.examples(op, train), {k: pool.examples(op, v) for k, v in tests.items()}, op
+            )
+            for op in DECISIONS
+        },
+    }
 
 
 def card_markdown(data: dict[str, Any]) -> str:
@@ -249,4 +273,5 @@ def card_markdown(data: dict[str, Any]) -> str:
     for fold, ops in data["folds"].items():
         for op, s in ops.items():
             lines.append(f"| {fold} | {op} | {s['train']} | {s['validation']} | {s['test']} |")
+    lines += ["", *realism_markdown(data["realism"]), *baseline_markdown(data["one_input"])]
     return "\n".join(lines) + "\n"

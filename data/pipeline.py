@@ -159,7 +159,7 @@ def build(cfg: DataConfig, overrides: list[str] | None = None) -> dict[str, Any]
             sizes.update({f: {op: before[f][op] for op in pool.datasets} for f in kept if f in before})
             order = [*sources.names(), *TRAINING_FOLDS]
             sizes = dict(sorted(sizes.items(), key=lambda kv: order.index(kv[0])))
-        info = card(pool, episodes, sizes, Path(cfg.model.path))
+        info = card(pool, episodes, sizes, Path(cfg.model.path), cfg.validation_fraction)
         (staging / "card.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
         (staging / "card.md").write_text(card_markdown(info))
         where = {**{f: out / f for f in kept}, **{f: staging / f for f in cfg.folds}}

@@ -88,8 +88,14 @@ def claim_block(claim: Claim) -> str:
     )
 
 
+SECOND_HEADER = "\n\nSECOND:\n"
+"""Where a compare prompt's user message turns from the first claim to the second."""
+INCOMING_HEADER = "\n\nIncoming claim:\n"
+"""Where an update prompt's user message turns from the entry to the incoming claim."""
+
+
 def compare_messages(first: Claim, second: Claim) -> Messages:
-    user = f"FIRST:\n{claim_block(first)}\n\nSECOND:\n{claim_block(second)}"
+    user = f"FIRST:\n{claim_block(first)}{SECOND_HEADER}{claim_block(second)}"
     return [{"role": "system", "content": COMPARE_SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -110,7 +116,7 @@ def entry_block(entry: Entry | None) -> str:
 
 
 def update_messages(entry: Entry | None, claim: Claim) -> Messages:
-    user = f"Memory entry:\n{entry_block(entry)}\n\nIncoming claim:\n{claim_block(claim)}"
+    user = f"Memory entry:\n{entry_block(entry)}{INCOMING_HEADER}{claim_block(claim)}"
     return [{"role": "system", "content": UPDATE_SYSTEM}, {"role": "user", "content": user}]
 
 

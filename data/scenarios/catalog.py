@@ -1,4 +1,16 @@
-"""The synthetic project's catalog: tracked slots, how people refer to them, plausible values."""
+"""The synthetic project's catalog: tracked slots, how notes refer to them, plausible values.
+
+The project is an invented build-and-delivery toolchain, written for this generator. Its shape
+follows what real project state looks like rather than a generic web-app checklist:
+
+- names are code identifiers that share parts: several slots per entity, near misses such as
+  ``webhook_dispatch.retry`` beside ``webhook_dispatch.retry_backoff``, and one slot name under
+  several entities (``plugin_host.sandbox``, ``job_scheduler.sandbox``), so that telling two
+  keys apart takes reading both names whole, not their first token;
+- values are short descriptions (2 to 12 words), built from frames with a parameter, so two
+  values of one slot often differ in a single significant token (``every 15 minutes`` against
+  ``every 60 minutes``).
+"""
 
 from __future__ import annotations
 
@@ -13,229 +25,459 @@ class Slot:
     slot: str
     description: str
     noun: str
-    """How a note names the slot in running text ("the primary database")."""
+    """How a note names the slot in running text ("the cache eviction window")."""
     values: tuple[str, ...]
+
+
+def frames(*parts: tuple[str, tuple[str, ...]] | str) -> tuple[str, ...]:
+    """Values from frames: ``(frame, params)`` gives one value per parameter, a plain string
+    is a value of its own. Sibling values of one frame differ in one token."""
+    out: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            out.append(part)
+        else:
+            frame, params = part
+            out += [frame.format(p) for p in params]
+    return tuple(out)
 
 
 SLOTS: tuple[Slot, ...] = (
     Slot(
-        "database",
-        "engine",
-        "primary relational database engine and major version",
-        "the primary database",
-        ("PostgreSQL 15", "PostgreSQL 16", "MySQL 8.0", "CockroachDB 23.2", "SQLite 3.45"),
-    ),
-    Slot(
-        "database",
-        "pool_size",
-        "connection pool size per service instance",
-        "the DB connection pool",
-        ("10 connections", "25 connections", "50 connections", "100 connections"),
-    ),
-    Slot(
-        "orm",
-        "library",
-        "ORM used by the backend",
-        "the ORM layer",
-        ("SQLAlchemy 2.0", "Prisma 5", "Django ORM", "Drizzle ORM", "TypeORM"),
-    ),
-    Slot(
-        "orm",
-        "migrations",
-        "schema migration tool",
-        "schema migrations",
-        ("Alembic", "Prisma Migrate", "Flyway", "Atlas"),
-    ),
-    Slot(
-        "deployment",
-        "platform",
-        "where the services are deployed",
-        "the deploy target",
-        ("Fly.io", "Render", "AWS ECS", "GKE Autopilot", "Heroku"),
-    ),
-    Slot(
-        "deployment",
-        "strategy",
-        "rollout strategy for releases",
-        "the rollout strategy",
-        ("rolling update", "blue-green", "canary at 5%", "recreate"),
-    ),
-    Slot(
-        "hosting",
-        "region",
-        "primary hosting region",
-        "the primary region",
-        ("us-east-1", "eu-west-1", "eu-central-1", "ap-southeast-2"),
-    ),
-    Slot(
-        "compute",
-        "instance_size",
-        "instance size of the API service",
-        "the API instances",
-        ("2 vCPU / 4 GiB", "4 vCPU / 8 GiB", "8 vCPU / 16 GiB"),
-    ),
-    Slot(
-        "auth",
-        "provider",
-        "identity provider for user login",
-        "user login",
-        ("Auth0", "Okta", "Keycloak", "AWS Cognito", "in-house JWT service"),
-    ),
-    Slot(
-        "auth",
-        "session_ttl",
-        "lifetime of a user session",
-        "the session lifetime",
-        ("15 minutes", "1 hour", "12 hours", "7 days"),
-    ),
-    Slot(
-        "auth",
-        "mfa",
-        "multi-factor authentication policy",
-        "MFA",
-        ("required for admins", "required for everyone", "optional"),
-    ),
-    Slot(
-        "cache",
-        "backend",
-        "shared cache backend",
-        "the shared cache",
-        ("Redis 7", "Memcached 1.6", "Valkey 8", "Dragonfly"),
-    ),
-    Slot(
-        "cache",
-        "ttl",
-        "default cache entry TTL",
-        "the default cache TTL",
-        ("60 seconds", "5 minutes", "1 hour"),
-    ),
-    Slot(
-        "queue",
-        "broker",
-        "message broker for background jobs",
-        "the job queue",
-        ("RabbitMQ", "Kafka", "Amazon SQS", "Redis Streams", "NATS JetStream"),
-    ),
-    Slot(
-        "queue",
-        "retry_policy",
-        "retry policy of background jobs",
-        "job retries",
-        (
-            "3 retries with exponential backoff",
-            "5 retries, fixed 30s delay",
-            "no retries, dead-letter at once",
+        "artifact_cache",
+        "eviction",
+        "which artifact cache entries are removed, and when",
+        "the artifact cache eviction policy",
+        frames(
+            ("least recently used entries dropped above {} GiB", ("4", "16", "64")),
+            ("entries expire {} days after their last read", ("7", "30")),
+            "no automatic eviction, pruned by hand",
         ),
     ),
     Slot(
-        "ci",
-        "runner",
-        "CI service running the pipelines",
-        "CI",
-        ("GitHub Actions", "GitLab CI", "CircleCI", "Buildkite"),
+        "artifact_cache",
+        "eviction_window",
+        "how often the artifact cache eviction pass runs",
+        "the cache eviction window",
+        frames(
+            ("eviction pass every {} minutes", ("5", "15", "60")), "eviction pass at the start of each build"
+        ),
     ),
     Slot(
-        "ci",
-        "required_checks",
-        "checks required before merge",
-        "the merge gate",
-        ("lint and unit tests", "lint, unit and e2e tests", "unit tests only"),
-    ),
-    Slot("api", "version", "current public API version", "the public API", ("v1", "v2", "v3")),
-    Slot(
-        "api",
-        "rate_limit",
-        "per-client API rate limit",
-        "the API rate limit",
-        ("100 requests/s", "500 requests/s", "1000 requests/s"),
+        "artifact_cache",
+        "key_scheme",
+        "what an artifact cache key is computed from",
+        "how cache keys are derived",
+        frames(
+            ("hash of the lockfile and the {} toolchain version", ("pinned", "host")),
+            "content hash of every input file",
+            "content hash of every input file and the resolved environment variables",
+            "branch name plus target triple",
+        ),
     ),
     Slot(
-        "api",
-        "gateway",
-        "API gateway in front of the services",
-        "the API gateway",
-        ("Kong", "Envoy", "nginx", "AWS API Gateway"),
+        "lockfile",
+        "resolver",
+        "which dependency resolver writes the lockfile",
+        "the dependency resolver",
+        frames(
+            ("backtracking resolver with a {} second budget", ("30", "120")),
+            "SAT-based resolver shipped in core",
+            "legacy greedy resolver",
+        ),
     ),
     Slot(
-        "feature_flags",
-        "provider",
-        "feature flag service",
-        "feature flags",
-        ("LaunchDarkly", "Unleash", "ConfigCat", "Flagsmith"),
+        "lockfile",
+        "resolver_strategy",
+        "which versions the resolver prefers",
+        "the resolver's version preference",
+        frames(
+            ("prefer the {} compatible versions", ("highest", "lowest")),
+            "prefer versions already in the lockfile",
+            "highest versions, prereleases allowed on opt-in",
+        ),
     ),
     Slot(
-        "feature_flags",
-        "new_checkout",
-        "state of the new checkout flow flag",
-        "the new-checkout flag",
-        ("off", "on for 10% of users", "on for everyone"),
+        "lockfile",
+        "update_policy",
+        "when the lockfile may change",
+        "lockfile updates",
+        frames(
+            "rewritten on every install",
+            ("frozen in CI, refreshed {} by a bot", ("weekly", "nightly")),
+            "only through the explicit update command",
+        ),
     ),
     Slot(
-        "logging",
+        "plugin_host",
+        "loading",
+        "how the plugin host finds and starts plugins",
+        "plugin loading",
+        frames(
+            ("plugins discovered from the {} directory at startup", ("project", "user")),
+            "plugins listed explicitly in the manifest",
+            "lazy load on first command use",
+            "plugins from the project directory at startup, user plugins ignored in CI",
+        ),
+    ),
+    Slot(
+        "plugin_host",
+        "load_order",
+        "the order in which plugins are initialised",
+        "the plugin load order",
+        frames(
+            ("{} order of plugin names", ("alphabetical", "reverse alphabetical")),
+            "dependency order from each plugin's requires list",
+            "manifest order, first entry wins on conflicts",
+        ),
+    ),
+    Slot(
+        "plugin_host",
+        "sandbox",
+        "what a plugin process may touch",
+        "the plugin sandbox",
+        frames(
+            ("read-only workspace, network {}", ("denied", "allowed")),
+            "separate process with a seccomp filter",
+            "no sandbox, plugins run in the host process",
+        ),
+    ),
+    Slot(
+        "job_scheduler",
+        "queue",
+        "where pending build jobs wait",
+        "the job queue",
+        frames(
+            ("single FIFO queue per {}", ("workspace", "organisation")),
+            "sharded queues keyed by repository",
+            "in-memory queue on the coordinator",
+        ),
+    ),
+    Slot(
+        "job_scheduler",
+        "priority_queue",
+        "how urgent jobs jump the normal queue",
+        "the priority lane for jobs",
+        frames(
+            ("release jobs ahead of everything, capped at {} slots", ("2", "8")),
+            "priority taken from the job's label, highest first",
+            "no priority lane, strict arrival order",
+        ),
+    ),
+    Slot(
+        "job_scheduler",
+        "sandbox",
+        "the isolation each scheduled job runs in",
+        "job isolation",
+        frames(
+            ("fresh container per job, {} network", ("no", "egress-only")),
+            "shared runner with a per-job temp directory",
+            "microVM per job with a 10 minute lease",
+        ),
+    ),
+    Slot(
+        "job_scheduler",
+        "concurrency_limit",
+        "how many jobs run at once",
+        "the job concurrency limit",
+        frames(
+            ("at most {} concurrent jobs per workspace", ("4", "16", "32")),
+            "unbounded, limited by runner count",
+        ),
+    ),
+    Slot(
+        "webhook_dispatch",
+        "retry",
+        "whether and how often failed webhook deliveries are retried",
+        "webhook retries",
+        frames(
+            ("up to {} retries per delivery", ("3", "5", "10")),
+            "no retries, failures go to the dead-letter list",
+        ),
+    ),
+    Slot(
+        "webhook_dispatch",
+        "retry_backoff",
+        "the wait between webhook delivery retries",
+        "the webhook retry backoff",
+        frames(
+            ("exponential backoff starting at {} seconds", ("1", "10", "30")),
+            ("fixed {} second delay between attempts", ("5", "60")),
+        ),
+    ),
+    Slot(
+        "webhook_dispatch",
+        "signing",
+        "how webhook payloads are signed",
+        "webhook signatures",
+        frames(
+            ("HMAC-SHA256 header with a {} secret", ("per-endpoint", "per-account")),
+            "Ed25519 signature over body and timestamp",
+            "unsigned payloads over mutual TLS",
+        ),
+    ),
+    Slot(
+        "schema_registry",
+        "compatibility",
+        "which schema changes the registry accepts",
+        "schema compatibility checks",
+        frames(
+            ("{} compatible changes only", ("backward", "forward", "fully")),
+            "any change accepted, checks advisory",
+        ),
+    ),
+    Slot(
+        "schema_registry",
+        "compatibility_mode",
+        "whether compatibility is checked per subject or globally",
+        "where the compatibility setting applies",
+        frames(
+            ("per-subject setting, defaulting to {}", ("backward", "none")),
+            "one global setting for every subject",
+        ),
+    ),
+    Slot(
+        "telemetry_export",
+        "sink",
+        "where telemetry is exported to",
+        "the telemetry sink",
+        frames(
+            ("OTLP over gRPC to the {} collector", ("local", "regional")),
+            "JSON lines written to the workspace log folder",
+            "telemetry disabled unless opted in",
+        ),
+    ),
+    Slot(
+        "telemetry_export",
+        "sampling",
+        "which traces are kept",
+        "trace sampling",
+        frames(
+            ("head sampling of {} percent of traces", ("1", "10", "25")),
+            "tail sampling that keeps every failed trace",
+        ),
+    ),
+    Slot(
+        "telemetry_export",
+        "sampling_rate",
+        "how the sampling rate is set",
+        "who sets the sampling rate",
+        frames(
+            ("fixed in the {} config", ("workspace", "organisation")),
+            "adjusted by the collector from traffic volume",
+        ),
+    ),
+    Slot(
+        "session_store",
         "backend",
-        "log aggregation backend",
-        "log aggregation",
-        ("Datadog", "Grafana Loki", "CloudWatch Logs", "Elastic"),
+        "where CLI login sessions are stored",
+        "the session store",
+        frames(
+            ("OS keychain with a {} fallback", ("plaintext file", "encrypted file")),
+            "encrypted file in the config directory",
+            "OS keychain",
+        ),
     ),
     Slot(
-        "monitoring",
-        "alerting",
-        "on-call alerting service",
-        "alert routing",
-        ("PagerDuty", "Opsgenie", "Grafana OnCall"),
+        "session_store",
+        "expiry",
+        "how long a login session lasts",
+        "session expiry",
+        frames(
+            ("sessions expire after {} hours idle", ("8", "24", "72")), "sessions never expire on their own"
+        ),
     ),
     Slot(
-        "storage",
-        "object_store",
-        "object storage for uploads",
-        "upload storage",
-        ("Amazon S3", "Google Cloud Storage", "MinIO", "Cloudflare R2"),
+        "session_store",
+        "expiry_refresh",
+        "whether activity extends a session",
+        "session refresh on activity",
+        frames(
+            ("each command extends the session by {} hours", ("1", "8")),
+            "no refresh, fixed lifetime from login",
+        ),
     ),
     Slot(
-        "search",
-        "engine",
-        "full-text search engine",
-        "search",
-        ("Elasticsearch 8", "OpenSearch 2", "Meilisearch", "Typesense"),
+        "release_train",
+        "cadence",
+        "how often releases are cut",
+        "the release cadence",
+        frames(
+            ("minor release every {} weeks", ("2", "4", "6")),
+            "release whenever the main branch is green and tagged",
+        ),
     ),
     Slot(
-        "frontend",
-        "framework",
-        "web frontend framework",
-        "the web frontend",
-        ("React 18 SPA", "Next.js 14", "Vue 3", "SvelteKit"),
+        "release_train",
+        "freeze_window",
+        "how long before a release the branch is frozen",
+        "the release freeze window",
+        frames(
+            ("{} days of code freeze before each cut", ("2", "5")), "no freeze, release branch cut on the day"
+        ),
     ),
     Slot(
-        "runtime",
-        "node_version",
-        "Node.js version of the services",
-        "the Node runtime",
-        ("Node 18", "Node 20", "Node 22"),
+        "release_train",
+        "approval",
+        "who must sign off a release",
+        "release sign-off",
+        frames(
+            ("one maintainer from the {} team", ("release", "core")),
+            "two maintainers, one outside the owning team",
+        ),
     ),
     Slot(
-        "runtime",
-        "python_version",
-        "Python version of the workers",
-        "the worker Python",
-        ("Python 3.10", "Python 3.11", "Python 3.12"),
-    ),
-    Slot("payments", "provider", "payment processor", "payments", ("Stripe", "Adyen", "Braintree")),
-    Slot(
-        "email",
-        "provider",
-        "transactional email service",
-        "transactional email",
-        ("SendGrid", "Postmark", "Amazon SES"),
+        "release_train",
+        "approval_flow",
+        "how release sign-off is collected",
+        "the release approval flow",
+        frames(
+            ("required review on the {} pull request", ("release", "changelog")),
+            "chat command recorded by the release bot",
+        ),
     ),
     Slot(
-        "secrets",
-        "manager",
-        "where runtime secrets are stored",
-        "secrets",
-        ("HashiCorp Vault", "AWS Secrets Manager", "Doppler", "SOPS files"),
+        "config_loader",
+        "precedence",
+        "which configuration source wins when several set a key",
+        "config precedence",
+        frames(
+            ("command-line flags, then environment, then {} file", ("project", "user")),
+            "project file overrides everything except flags",
+        ),
     ),
     Slot(
-        "cdn", "provider", "CDN in front of static assets", "the CDN", ("Cloudflare", "Fastly", "CloudFront")
+        "config_loader",
+        "search_path",
+        "where configuration files are looked for",
+        "the config search path",
+        frames(
+            ("current directory upward to the {} root", ("repository", "filesystem")),
+            "only the XDG config directory",
+        ),
+    ),
+    Slot(
+        "config_loader",
+        "env_override",
+        "how environment variables override configuration keys",
+        "environment overrides",
+        frames(
+            ("variables prefixed {} map onto config keys", ("FORGE_", "FORGE_CFG_")),
+            "environment overrides disabled in CI mode",
+        ),
+    ),
+    Slot(
+        "search_index",
+        "tokenizer",
+        "how the code search index splits identifiers",
+        "the search tokenizer",
+        frames(
+            ("camelCase and snake_case split, {} kept", ("digits", "punctuation")),
+            "whitespace split only",
+            "ngram tokenizer",
+            "trigram index over raw text",
+        ),
+    ),
+    Slot(
+        "search_index",
+        "rebuild",
+        "how the code search index is rebuilt",
+        "index rebuilds",
+        frames(("full rebuild every {} hours", ("6", "24")), "incremental update per pushed commit"),
+    ),
+    Slot(
+        "search_index",
+        "rebuild_trigger",
+        "what starts an index rebuild",
+        "what triggers a reindex",
+        frames(
+            ("schema version bump or {}", ("manual request", "nightly timer")),
+            "push to the default branch",
+        ),
+    ),
+    Slot(
+        "rate_limiter",
+        "algorithm",
+        "how the API rate limiter counts requests",
+        "the rate limiting algorithm",
+        frames(
+            ("token bucket refilled {} times per second", ("10", "50")),
+            "sliding window over the last minute",
+            "sliding window over the last minute, shared across every replica of the gateway",
+            "fixed window reset every hour",
+        ),
+    ),
+    Slot(
+        "rate_limiter",
+        "scope",
+        "what one rate limit applies to",
+        "the rate limit scope",
+        frames(("one limit per {}", ("API token", "IP address", "organisation"))),
+    ),
+    Slot(
+        "rate_limiter",
+        "burst",
+        "how many requests may exceed the rate at once",
+        "the burst allowance",
+        frames(("bursts of up to {} requests", ("20", "100")), "no burst allowance"),
+    ),
+    Slot(
+        "auth_tokens",
+        "format",
+        "the format of API tokens",
+        "the API token format",
+        frames(
+            ("opaque random strings with a {} prefix", ("fg_", "forge_")),
+            "signed JWTs with a 15 minute lifetime",
+        ),
+    ),
+    Slot(
+        "auth_tokens",
+        "rotation",
+        "whether API tokens are rotated",
+        "token rotation",
+        frames(
+            ("automatic rotation every {} days", ("30", "90")),
+            "rotation on request only",
+            "never rotated",
+        ),
+    ),
+    Slot(
+        "auth_tokens",
+        "rotation_window",
+        "how long an old token stays valid after rotation",
+        "the token rotation grace period",
+        frames(
+            ("old token valid for {} hours after rotation", ("1", "24", "48")), "old token revoked at once"
+        ),
+    ),
+    Slot(
+        "build_matrix",
+        "platforms",
+        "which platforms CI builds for",
+        "the CI platform matrix",
+        frames(
+            ("Linux and macOS, {} on nightly only", ("Windows", "FreeBSD")),
+            "Linux x86-64 and arm64 only",
+            "Linux, macOS and Windows on every push",
+        ),
+    ),
+    Slot(
+        "build_matrix",
+        "toolchain",
+        "which compiler toolchain CI uses",
+        "the CI toolchain",
+        frames(("stable toolchain pinned to {}", ("1.78", "1.82")), "nightly toolchain with a weekly bump"),
+    ),
+    Slot(
+        "build_matrix",
+        "test_shards",
+        "how the test suite is split across CI runners",
+        "test sharding",
+        frames(
+            ("{} shards balanced by past timing", ("4", "8", "12")),
+            "one shard per crate",
+        ),
     ),
 )
 

@@ -10,7 +10,15 @@ commit-backed current value, and a change over time.
 - ``scope-divergence``: production, staging, preview and experiment branches hold different
   values at once.
 - ``incident-timeline``: an upgrade, a hotfix rollback and a restore: history goes back and forth.
+- ``code-evolution``: a slot reshaped by one merged change after another, as a feature is in a
+  real repository: equal evidence, so each newer commit supersedes by recency alone, with
+  observations that confirm it and a teammate's note that remembers an older value.
 - ``+long-noise``: the same stories with longer notes and extra stale, branch and doc sessions.
+
+A scenario's slots come from two or three entities, so its unrelated pairs are mostly near
+misses (same entity, or the same slot name under another entity). Its notes mostly paraphrase
+values (``phrasing.stated``), and each note is dated in one of a few UTC offsets, as commits of
+one team are across daylight saving and time zones: recency is the instant, not the string.
 
 Every random choice comes from one ``random.Random`` seeded by a string of the scenario's
 identity, so a scenario never depends on which others were generated before it.
@@ -25,13 +33,17 @@ from datetime import datetime, timedelta, timezone
 from core.records import ExtractedClaim
 from core.sessions import Episode, Query, QueryTarget, Session
 from data.scenarios.catalog import SLOTS, SYNTHETIC_CATALOG, Slot
-from data.scenarios.phrasing import TITLES, distractor, scope_phrase, sentence
+from data.scenarios.phrasing import TITLES, distractor, scope_phrase, sentence, stated
 from memory import StateMemory, norm
 
-FAMILIES: tuple[str, ...] = ("authority-overwrite", "scope-divergence", "incident-timeline")
+FAMILIES: tuple[str, ...] = ("authority-overwrite", "scope-divergence", "incident-timeline", "code-evolution")
 NOISE = "long-noise"
 CHATTER_RATE = 0.08
-OFFSETS = (-8, -7, -5, 0, 1, 2, 5.5, 9)
+OFFSETS = (-8, -7, -5, -4, 0, 1, 2, 5.5, 9)
+SAME_DAY_RATE = 0.35
+"""Share of notes that follow the previous one within hours: where offsets reorder the strings."""
+ZONES_PER_SCENARIO = (2, 3)
+"""How many UTC offsets one scenario's notes are dated in."""
 BRANCHES = ("exp/{e}-trial", "feature/{e}-migration", "spike/{e}-{s}")
 
 
@@ -42,6 +54,16 @@ class Event:
     kind: str
     branch: str = "main"
     env: str = "production"
+
+
+def _slots(rng: random.Random) -> list[Slot]:
+    """Four slots from two entities (three when two hold fewer than four slots), in random order."""
+    entities = sorted({s.entity for s in SLOTS})
+    chosen = rng.sample(entities, 3)
+    pool = [s for s in SLOTS if s.entity in chosen[:2]]
+    if len(pool) < 4:
+        pool = [s for s in SLOTS if s.entity in chosen]
+    return rng.sample(pool, 4)
 
 
 def _events(rng: random.Random, family: str, slots: list[Slot]) -> list[Event]:
@@ -72,6 +94,15 @@ def _events(rng: random.Random, family: str, slots: list[Slot]) -> list[Event]:
             Event(fourth, d[1], "code-change"),
             Event(story, a[1], "config-observation"),
             Event(story, a[2], "runtime-observation", env="preview"),
+        ]
+    elif family == "code-evolution":
+        story_events = [
+            Event(story, a[0], "code-change"),
+            Event(story, a[1], "code-change"),
+            Event(story, a[1], rng.choice(("config-observation", "runtime-observation"))),
+            Event(story, a[2], "code-change"),
+            Event(story, rng.choice(a[:2]), "human-note"),
+            Event(story, a[rng.randrange(3)], "code-change"),
         ]
     else:
         story_events = [
@@ -116,7 +147,12 @@ def _commit(rng: random.Random) -> str:
 
 
 def _sessions(
-    rng: random.Random, scenario_id: str, events: list[Event], noise: int, start: datetime
+    rng: random.Random,
+    scenario_id: str,
+    events: list[Event],
+    noise: int,
+    start: datetime,
+    zones: list[timezone],
 ) -> list[Session]:
     sessions = []
     at = start
@@ -141,7 +177,7 @@ def _sessions(
         lines = []
         for event in group:
             scope = scope_phrase(rng, event.branch, event.env)
-            lines.append(sentence(rng, kind, event.slot.noun, event.value, commit, scope))
+            lines.append(sentence(rng, kind, event.slot.noun, stated(rng, event.value), commit, scope))
         for _ in range(rng.randrange(0, 2) + noise * rng.randrange(1, 3)):
             lines.insert(rng.randrange(len(lines) + 1), distractor(rng, rng.choice(SLOTS).noun))
         claims = tuple(
@@ -158,16 +194,21 @@ def _sessions(
         sessions.append(
             Session(
                 id=f"{scenario_id}-s{len(sessions):02d}",
-                at=at,
+                at=at.astimezone(rng.choice(zones)),
                 commit=commit,
                 title=f"{rng.choice(TITLES[kind])}: {group[0].slot.noun}",
                 text=" ".join(lines),
                 claims=claims,
             )
         )
-        at += timedelta(days=rng.randrange(1, 5), hours=rng.randrange(0, 9), minutes=rng.randrange(60))
+        if rng.random() < SAME_DAY_RATE:  # a follow-up within hours, often from another zone
+            at += timedelta(hours=rng.randrange(1, 8), minutes=rng.randrange(60))
+        else:
+            at += timedelta(days=rng.randrange(1, 5), hours=rng.randrange(0, 9), minutes=rng.randrange(60))
         if rng.random() < CHATTER_RATE * (1 + noise):
-            sessions.append(_chatter(rng, f"{scenario_id}-s{len(sessions):02d}", at))
+            sessions.append(
+                _chatter(rng, f"{scenario_id}-s{len(sessions):02d}", at.astimezone(rng.choice(zones)))
+            )
             at += timedelta(hours=rng.randrange(2, 30))
     return sessions
 
@@ -272,17 +313,17 @@ def scenario(family: str, index: int, seed: int, noise: int = 0) -> Episode:
     variant = f"{family}+{NOISE}" if noise else family
     scenario_id = f"{variant}-{index:04d}"
     rng = random.Random(f"{seed}:{scenario_id}")
-    slots = rng.sample(SLOTS, 4)
+    slots = _slots(rng)
     events = _events(rng, family, slots)
     if noise:
         extra = _noise_events(rng, slots, 2 + noise)
         for event in extra:
             events.insert(rng.randrange(1, len(events) + 1), event)
-    offset = timezone(timedelta(hours=rng.choice(OFFSETS)))
-    start = datetime(2025, 1, 6, 9, tzinfo=offset) + timedelta(
+    zones = [timezone(timedelta(hours=h)) for h in rng.sample(OFFSETS, rng.choice(ZONES_PER_SCENARIO))]
+    start = datetime(2025, 1, 6, 9, tzinfo=zones[0]) + timedelta(
         days=rng.randrange(500), minutes=rng.randrange(480)
     )
-    sessions = _sessions(rng, scenario_id, events, noise, start)
+    sessions = _sessions(rng, scenario_id, events, noise, start, zones)
     return Episode(
         id=scenario_id,
         source="synthetic",

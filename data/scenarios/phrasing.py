@@ -120,6 +120,145 @@ SCOPE_PHRASES: dict[str, tuple[str, ...]] = {
 }
 
 
+VERBATIM_RATE = 0.2
+"""Share of notes that quote the value as the catalog words it (about 1 in 5 in real commit notes)."""
+
+WORDS: dict[str, tuple[str, ...]] = {
+    "every": ("each",),
+    "each": ("every",),
+    "per": ("for each",),
+    "only": ("alone",),
+    "after": ("following",),
+    "no": ("zero",),
+    "from": ("out of",),
+    "over": ("across",),
+    "with": ("using",),
+    "expire": ("lapse", "time out"),
+    "entries": ("items", "records"),
+    "dropped": ("removed", "evicted"),
+    "above": ("beyond", "past"),
+    "fixed": ("constant", "static"),
+    "automatic": ("automated",),
+    "directory": ("folder",),
+    "file": ("document",),
+    "startup": ("launch", "boot"),
+    "discovered": ("found",),
+    "allowed": ("permitted",),
+    "denied": ("blocked",),
+    "fresh": ("new",),
+    "shared": ("common",),
+    "prefer": ("favour", "pick"),
+    "highest": ("newest", "latest"),
+    "lowest": ("oldest",),
+    "retries": ("retry attempts", "re-deliveries"),
+    "delay": ("pause", "wait"),
+    "starting": ("beginning",),
+    "exponential": ("doubling",),
+    "sessions": ("logins",),
+    "idle": ("inactive",),
+    "release": ("ship",),
+    "cut": ("branched",),
+    "maintainer": ("reviewer",),
+    "maintainers": ("reviewers",),
+    "required": ("mandatory",),
+    "disabled": ("turned off",),
+    "variables": ("vars",),
+    "split": ("broken up",),
+    "rebuild": ("reindex",),
+    "incremental": ("partial",),
+    "bursts": ("spikes",),
+    "revoked": ("invalidated",),
+    "valid": ("accepted",),
+    "rotation": ("rollover",),
+    "shards": ("slices",),
+    "balanced": ("weighted",),
+    "pinned": ("locked",),
+    "shipped": ("included", "bundled"),
+    "listed": ("named",),
+    "order": ("sequence",),
+    "names": ("identifiers",),
+    "refreshed": ("updated",),
+    "frozen": ("locked",),
+    "weekly": ("once a week",),
+    "nightly": ("every night",),
+    "plugins": ("extensions",),
+    "legacy": ("old",),
+    "single": ("one",),
+    "sharded": ("partitioned",),
+    "accepted": ("allowed",),
+    "checks": ("validation",),
+    "setting": ("option",),
+    "written": ("stored",),
+    "keeps": ("retains",),
+    "adjusted": ("tuned",),
+    "traffic": ("load",),
+    "extends": ("prolongs",),
+    "lifetime": ("lifespan",),
+    "whenever": ("any time",),
+    "green": ("passing",),
+    "recorded": ("logged",),
+    "overrides": ("beats",),
+    "mapped": ("translated",),
+    "map": ("translate",),
+    "explicit": ("dedicated",),
+    "install": ("installation",),
+    "signed": ("signature-checked",),
+    "unsigned": ("plain",),
+    "separate": ("dedicated",),
+    "process": ("subprocess",),
+    "temp": ("scratch",),
+    "coordinator": ("scheduler node",),
+    "ahead": ("in front",),
+    "keyed": ("partitioned",),
+    "minutes": ("min",),
+    "seconds": ("s",),
+    "hours": ("h",),
+    "percent": ("%",),
+}
+"""Word-level rewrites for paraphrased values: each keeps the meaning and changes a token."""
+PHRASES: dict[str, tuple[str, ...]] = {
+    "least recently used": ("LRU", "least-recently-used"),
+    "up to": ("at most", "no more than"),
+    "at most": ("up to", "a maximum of"),
+    "at once": ("immediately", "right away"),
+    "on first command use": ("the first time a command needs them",),
+    "per-endpoint": ("endpoint-specific",),
+    "read-only": ("readonly", "read only"),
+    "command-line flags": ("CLI flags",),
+}
+NUMBERS = {
+    "1": "one",
+    "2": "two",
+    "3": "three",
+    "4": "four",
+    "5": "five",
+    "6": "six",
+    "8": "eight",
+    "10": "ten",
+}
+
+
+def paraphrase(rng: random.Random, value: str) -> str:
+    """The value as a note might word it: about one token in five rewritten (phrases, words, small
+    numbers), in the value's own order, so most tokens still match."""
+    text = value
+    for phrase, options in PHRASES.items():
+        if phrase in text and rng.random() < 0.5:
+            text = text.replace(phrase, rng.choice(options), 1)
+    words = text.split(" ")
+    spots = [i for i, w in enumerate(words) if w.lower().rstrip(",") in WORDS or w.rstrip(",") in NUMBERS]
+    for i in rng.sample(spots, min(len(spots), max(1, round(len(words) / 5)))):
+        word, comma = words[i].rstrip(","), "," if words[i].endswith(",") else ""
+        new = NUMBERS.get(word) or rng.choice(WORDS[word.lower()])
+        words[i] = new + comma
+    return " ".join(words)
+
+
+def stated(rng: random.Random, value: str) -> str:
+    """How one note states a value: quoted as is, or paraphrased."""
+    return value if rng.random() < VERBATIM_RATE else paraphrase(rng, value)
+
+
 def scope_phrase(rng: random.Random, branch: str, env: str) -> str:
     parts = []
     if branch != "main":

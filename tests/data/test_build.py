@@ -12,6 +12,7 @@ from core.sources import SHIPPED
 from data.build import LeakageError, check_leakage
 from data.config import DataConfig
 from data.pipeline import build
+from data.realism import NaiveBayes
 from data.replay import load_trajectory
 from memory import ACTIONS
 from operators.examples import COMPARE_LABELS
@@ -91,6 +92,49 @@ def test_card_files_and_manifest(built: tuple[Path, dict]) -> None:
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["seed"] == 0 and len(manifest["dataset_fingerprint"]) == 64
     assert manifest["config"]["scenarios_per_family"] == 6
+
+
+def test_card_sets_the_synthetic_data_beside_each_trajectory(built: tuple[Path, dict]) -> None:
+    """The realism table: one column per source, read off the built episodes; trajectories keep
+    their own shape (their values are longer than two words and mostly not verbatim)."""
+    out, result = built
+    table = result["card"]["realism"]
+    assert list(table) == ["synthetic", *SHIPPED]
+    for source, row in table.items():
+        assert row["claims"] > 0 and 0 <= row["value_verbatim_in_note"] <= 1, source
+        assert set(row["compare"]) <= set(COMPARE_LABELS) and set(row["update"]) <= set(ACTIONS)
+        assert abs(sum(row["compare"].values()) - 1) < 0.01
+    synthetic = table["synthetic"]
+    assert synthetic["utc_offsets"] >= 3 and synthetic["value_words_mean"] > 3
+    assert synthetic["value_verbatim_in_note"] < 0.5
+    assert table["patch-guardrails"]["value_words_mean"] > 3
+    markdown = (out / "card.md").read_text()
+    assert "| value verbatim in its note |" in markdown and "## One-input baseline" in markdown
+
+
+def test_one_input_baseline_scores_each_view_on_unseen_episodes(built: tuple[Path, dict]) -> None:
+    """Every view of both decision operators is fit on synthetic train and scored on synthetic
+    validation and on the trajectories, with recall per label; one input alone falls well
+    short of the decision (the rule needs both)."""
+    _, result = built
+    baseline = result["card"]["one_input"]
+    assert set(baseline) == {"compare", "update"}
+    for op, views in baseline.items():
+        assert len(views) == 3
+        for view, scored in views.items():
+            assert set(scored) == {"synthetic validation", "trajectories"}, (op, view)
+            for s in scored.values():
+                assert s["n"] > 0 and 0 <= s["accuracy"] <= 1
+                assert sum(s["recall"].values()) > 0
+    compare = baseline["compare"]["second claim alone"]["synthetic validation"]
+    assert compare["accuracy"] < 0.8
+
+
+def test_naive_bayes_learns_a_token_that_gives_the_label_away() -> None:
+    rows = [(["x", "tell"], "a")] * 5 + [(["x", "other"], "b")] * 5
+    model = NaiveBayes(rows)
+    assert model.predict(["tell"]) == "a" and model.predict(["other"]) == "b"
+    assert model.predict(["unseen"]) == "a"  # equal priors: the first label in sorted order
 
 
 def test_same_seed_gives_byte_identical_outputs(tmp_path: Path, export_dir: Path) -> None:
