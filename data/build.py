@@ -88,12 +88,19 @@ def build_pool(
 
 
 def fold_splits(
-    fold: str, synthetic: list[Episode], trajectories: list[Episode], validation_fraction: float
+    fold: str,
+    synthetic: list[Episode],
+    trajectories: list[Episode],
+    validation_fraction: float,
+    real_trajectories: int | None = None,
 ) -> dict[str, list[Episode]]:
+    """``real_trajectories``: how many of the other trajectories a trajectory fold's train split
+    takes, in their given order (all when unset)."""
     val = [e for e in synthetic if is_validation(e.id, validation_fraction)]
     train = [e for e in synthetic if not is_validation(e.id, validation_fraction)]
     if fold != SYNTHETIC:
-        train += [t for t in trajectories if t.id != fold]
+        others = [t for t in trajectories if t.id != fold]
+        train += others if fold == ALL or real_trajectories is None else others[:real_trajectories]
     test = [t for t in trajectories if t.id == fold]
     return {"train": train, "validation": val, "test": test}
 
@@ -164,13 +171,14 @@ def build_folds(
     out_dir: Path,
     folds: list[str],
     validation_fraction: float,
+    real_trajectories: int | None = None,
     progress: bool = True,
 ) -> dict[str, dict[str, dict[str, int]]]:
     """Write every requested fold; returns split sizes per fold and op."""
     by_id = {t.id: t for t in trajectories}
     sizes: dict[str, dict[str, dict[str, int]]] = {}
     for fold in tqdm(folds, desc="folds", unit="fold", disable=not progress):
-        episodes = fold_splits(fold, synthetic, trajectories, validation_fraction)
+        episodes = fold_splits(fold, synthetic, trajectories, validation_fraction, real_trajectories)
         held_out = trajectories if fold == SYNTHETIC else [] if fold == ALL else [by_id[fold]]
         sizes[fold] = {}
         for op in pool.datasets:

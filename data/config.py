@@ -28,6 +28,10 @@ class DataConfig(RunConfig):
     extract_stage_ratio: float | None = None
     """Stage examples per direct example in ``extract-stages``, drawn per episode; unset keeps
     them all (about 1.9 per direct example)."""
+    real_trajectories: int | None = None
+    """How many of the other trajectories a trajectory fold trains on, in annotation order; unset:
+    all of them (the paper's protocol). 0 trains it on synthetic scenarios alone. Folds ``all`` and
+    ``synthetic`` are not affected. For the data-scaling table (scripts/data_scaling.py)."""
     folds: list[str] | None = None
     """Unset: every trajectory the annotations hold, then ``all`` and ``synthetic``."""
     validate: bool = False
@@ -39,6 +43,8 @@ class DataConfig(RunConfig):
         self.check_folds("folds", self.folds, TRAINING_FOLDS)
         if self.extract_stage_ratio is not None and self.extract_stage_ratio < 0:
             raise ValueError(f"extract_stage_ratio={self.extract_stage_ratio}: must be 0 or more")
+        if self.real_trajectories is not None and self.real_trajectories < 0:
+            raise ValueError(f"real_trajectories={self.real_trajectories}: must be 0 or more")
         if not 0 < self.validation_fraction < 1:
             raise ValueError(f"validation_fraction={self.validation_fraction}: must lie between 0 and 1")
 

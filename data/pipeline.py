@@ -83,6 +83,7 @@ BUILD_KEYS = (
     "noise",
     "compare_per_label",
     "validation_fraction",
+    "real_trajectories",
     "extract_stages",
     "extract_stage_ratio",
 )
@@ -150,6 +151,7 @@ def build(cfg: DataConfig, overrides: list[str] | None = None) -> dict[str, Any]
             staging,
             list(cfg.folds),
             cfg.validation_fraction,
+            cfg.real_trajectories,
             progress=cfg.progress,
         )
         # A partial rebuild keeps the other folds, so the card and manifest describe them too.

@@ -58,6 +58,9 @@ class LooConfig(TrainingRun):
     extract_stages: bool = False
     """Also build the ``extract-stages`` data, train its adapter and score two-stage-trained
     extraction beside direct and grammar-only two-stage."""
+    real_trajectories: int | None = None
+    """How many of the other trajectories each fold's own adapters train on (``DataConfig``'s
+    field, passed to the build); give the run its own ``datasets_dir`` and ``adapters_dir``."""
     extract_modes: list[str] | None = None
     """The learned extraction variants scored and replayed; unset: every one the adapters allow
     (``two-stage-trained`` with ``extract_stages``). A parity pass can keep ``[direct]``."""
@@ -84,6 +87,11 @@ class LooConfig(TrainingRun):
         if self.folds is None:
             self.folds = self.sources().names()
         self.check_folds("folds", self.folds)
+        if self.real_trajectories is not None and self.adapters_fold == SYNTHETIC:
+            raise ValueError(
+                f"real_trajectories={self.real_trajectories} with adapters_fold={SYNTHETIC}: the "
+                "synthetic fold trains on no trajectory; set adapters_fold=null to train each fold's own"
+            )
         if self.adapters_fold not in (None, SYNTHETIC):
             raise ValueError(
                 f"adapters_fold={self.adapters_fold!r}: only {SYNTHETIC!r} holds every trajectory out"

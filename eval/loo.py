@@ -31,7 +31,14 @@ def build_datasets(cfg: LooConfig) -> None:
     from data.pipeline import build as build_data
 
     print(f"building datasets into {cfg.datasets_dir}", flush=True)
-    build_data(data_config(cfg, extract_stages=cfg.extract_stages, progress=cfg.progress))
+    build_data(
+        data_config(
+            cfg,
+            extract_stages=cfg.extract_stages,
+            real_trajectories=cfg.real_trajectories,
+            progress=cfg.progress,
+        )
+    )
 
 
 def train_adapters(cfg: LooConfig, fold: str, ops: list[str]) -> None:

@@ -144,7 +144,8 @@ def main() -> None:
     print("\npooled held-out, exact match / claim F1 with 95% CIs:")
     for variant in summary["mean"]:
         cells = [
-            f"{m} {pooled(summary, variant, m)}" for m in ("compare", "update", "extract", "extract_value")
+            f"{m} {pooled(summary, variant, m)}"
+            for m in ("compare", "update", "extract", "extract_value", "engine_state")
         ]
         print(f"  {variant:18s} " + "; ".join(cells))
     print("\nparity hf vs vllm (identical raw text; replays: identical final values and answers):")

@@ -9,7 +9,7 @@ import pytest
 
 from core.layout import SYNTHETIC, TRAINING_FOLDS
 from core.sources import SHIPPED
-from data.build import LeakageError, check_leakage
+from data.build import LeakageError, check_leakage, fold_splits
 from data.config import DataConfig
 from data.pipeline import build
 from data.realism import NaiveBayes
@@ -128,6 +128,18 @@ def test_one_input_baseline_scores_each_view_on_unseen_episodes(built: tuple[Pat
                 assert sum(s["recall"].values()) > 0
     compare = baseline["compare"]["second claim alone"]["synthetic validation"]
     assert compare["accuracy"] < 0.8
+
+
+def test_real_trajectories_limits_what_a_trajectory_fold_trains_on(export_dir: Path) -> None:
+    """The data-scaling knob: k of the other trajectories, in order; ``all`` and ``synthetic``
+    keep theirs, and the held-out trajectory is never among them."""
+    trajectories = [load_trajectory(name, shipped(export_dir)) for name in SHIPPED]
+    held_out = trajectories[2].id
+    for k, want in ((0, 0), (1, 1), (2, 2), (None, 4)):
+        train = fold_splits(held_out, [], trajectories, 0.2, k)["train"]
+        assert [t.id for t in train] == [t.id for t in trajectories if t.id != held_out][:want]
+    assert len(fold_splits("all", [], trajectories, 0.2, 1)["train"]) == 5
+    assert fold_splits(SYNTHETIC, [], trajectories, 0.2, 3)["train"] == []
 
 
 def test_naive_bayes_learns_a_token_that_gives_the_label_away() -> None:
