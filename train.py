@@ -15,6 +15,7 @@ from core.config import entry_config
 from data.problems import DataError
 from train.config import TrainConfig  # importing it registers the schema with Hydra
 from train.recipe import AdapterExists, train_adapter
+from train.tracking import TrackerError
 
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="train")
@@ -22,7 +23,7 @@ def main(raw: DictConfig) -> None:
     cfg: TrainConfig = entry_config(raw)
     try:
         manifest = train_adapter(cfg, overrides=list(HydraConfig.get().overrides.task))
-    except (AdapterExists, FileNotFoundError, DataError) as exc:
+    except (AdapterExists, FileNotFoundError, DataError, TrackerError) as exc:
         print(f"train.py: {exc}", file=sys.stderr)
         sys.exit(2)
     if manifest is None:  # not rank 0

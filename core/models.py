@@ -38,6 +38,13 @@ class ModelConfig:
     lora: LoraSpec = field(default_factory=LoraSpec)
     note: str | None = None
     """What the LOO report says of this model's learned rows (e.g. that they are a smoke test)."""
+    hub_id: str | None = None
+    """The base's id on the Hugging Face Hub, for adapter model cards (``base_model``); unset for
+    a base that exists only here."""
+    license: str | None = None
+    """The base's licence (an SPDX-style id the Hub knows), copied into adapter model cards."""
+    weights_gib: float | None = None
+    """The base's weights on disk, for preflight's disk check before they are downloaded."""
     cpu_recipe: str | None = None
     """The recipe (``configs/recipe/``) that ``recipe=auto`` picks on a machine without CUDA;
     unset: the model has no CPU recipe and trains with the GPU one."""

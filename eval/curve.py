@@ -25,6 +25,7 @@ from core.sources import SourcesConfig
 from eval.harness import decision_records, load_test
 from eval.metrics import bootstrap_ci
 from operators.registry import DECISIONS, OPERATORS
+from train.tracking import log_scalars
 
 CURVE = "learning_curve.json"
 TARGET = 0.9
@@ -108,6 +109,9 @@ def learning_curve(cfg: CurveConfig) -> list[dict[str, Any]]:
         curve = sorted([*kept, *curve], key=lambda p: p["step"])
     out.write_text(json.dumps(curve, indent=2) + "\n")
     plot(curve, op, adapter / "learning_curve.png")
+    # Beside the Trainer's own events (checkpoints/runs/), so TensorBoard shows loss and score together.
+    scores = {point["step"]: {f"heldout/{op}": point["mean"]} for point in curve}
+    log_scalars(adapter / "checkpoints" / "runs" / "learning-curve", scores)
     return curve
 
 

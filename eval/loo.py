@@ -10,7 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from core.layout import adapters_path, run_dir, test_file
+from core.layout import adapter_finished, adapters_path, run_dir, test_file
 from data.config import data_config
 from data.manifest import fingerprint, write_manifest
 from data.replay import load_trajectory
@@ -24,7 +24,9 @@ from operators.backends.symbolic import SymbolicBackend
 from operators.learned import LearnedOperators
 from operators.registry import DECISIONS, OPS
 from train.builds import ensure_model
+from train.card import record_heldout
 from train.config import train_config
+from train.tracking import HELDOUT_EVENTS, TENSORBOARD, check_tracker, log_scalars
 
 
 def build_datasets(cfg: LooConfig) -> None:
@@ -60,7 +62,36 @@ def adapters_of(cfg: LooConfig, fold: str) -> Path:
     )
 
 
+ADAPTER_FIGURES: dict[str, tuple[tuple[str, str], ...]] = {
+    "extract": (("direct", "extract"), ("direct", "extract_value")),
+    "extract-stages": (("two-stage-trained", "extract"), ("two-stage-trained", "extract_value")),
+    "compare": (("direct", "compare"), ("decisions", "engine_state")),
+    "update": (("direct", "update"), ("decisions", "engine_state")),
+}
+"""The held-out figures an adapter's model card shows: (report variant, metric) per adapter."""
+
+
+def record_adapter_figures(cfg: LooConfig, summary: dict[str, Any]) -> None:
+    """Write each scored adapter's held-out figures into its folder and refresh its model card:
+    pooled over the folds when ``adapters_fold`` served them all, else its own fold's."""
+    if cfg.adapters_fold:
+        scored = {cfg.adapters_fold: summary["mean"]}
+    else:
+        scored = {fold: summary["folds"][fold] for fold in cfg.folds if fold in summary["folds"]}
+    for fold, table in scored.items():
+        for op, wanted in ADAPTER_FIGURES.items():
+            adapter = adapters_path(cfg.adapters_dir, cfg.model.name, fold, op)
+            figures = {
+                f"{metric} ({variant})": table[variant][metric]
+                for variant, metric in wanted
+                if variant in table
+            }
+            if adapter_finished(adapter) and figures:
+                record_heldout(adapter, cfg.run, figures)
+
+
 def evaluate(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
+    check_tracker(cfg.report_to)
     out = run_dir(cfg.runs_dir, cfg.run)
     out.mkdir(parents=True, exist_ok=True)
     records = Records(out / "records.jsonl")
@@ -119,4 +150,14 @@ def evaluate(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, An
         wall_seconds=round(time.perf_counter() - began, 1),
     )
     (out / "resolved_config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
-    return build_report(out)
+    summary = build_report(out)
+    if cfg.backend.kind != "symbolic" and not cfg.adapters:
+        record_adapter_figures(cfg, summary)
+    if cfg.report_to == TENSORBOARD:
+        means = {
+            f"heldout/{variant}/{metric}": stat["mean"]
+            for variant, metrics in summary["mean"].items()
+            for metric, stat in metrics.items()
+        }
+        log_scalars(out / HELDOUT_EVENTS, {0: means})
+    return summary

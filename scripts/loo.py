@@ -23,6 +23,7 @@ from eval.loo import evaluate
 from eval.records import RecordsError
 from eval.report import table
 from operators.backends import BackendError
+from train.tracking import TrackerError
 
 
 def _exit(signum: int, frame: FrameType | None) -> None:
@@ -38,7 +39,7 @@ def main(raw: DictConfig) -> None:
     signal.signal(signal.SIGTERM, _exit)
     try:
         summary = evaluate(cfg, overrides=list(HydraConfig.get().overrides.task))
-    except (BackendError, DataError, RecordsError, FileNotFoundError) as exc:
+    except (BackendError, DataError, RecordsError, FileNotFoundError, TrackerError) as exc:
         print(exc, file=sys.stderr)
         sys.exit(1)
     print()

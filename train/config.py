@@ -73,7 +73,10 @@ class TrainingRun(RunConfig):
     save_total_limit: int | None = 2
     """Checkpoints kept for resuming; unset keeps every one (e.g. for a learning curve)."""
     logging_steps: int = 5
-    report_to: str = "none"
+    report_to: str = "tensorboard"
+    """The Trainer's tracker (``train/tracking.py``): TensorBoard events under the adapter's
+    ``checkpoints/runs/``, and a LOO run's held-out scores under ``<run>/tensorboard/``; ``none``
+    turns both off, any tracker transformers integrates is accepted when installed."""
     lm_head: str = "labelled"
     """Where the LM head scores: ``labelled``, only the positions the loss reads (TRL does this on
     CUDA; ``train/cpu.py`` makes a CPU do it too), or ``all``, every position (TRL's default off

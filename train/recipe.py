@@ -28,8 +28,10 @@ from core.layout import (
 from core.models import LoraSpec, load_model
 from operators.registry import ADAPTERS
 from train.builds import ensure_model
+from train.card import write_card
 from train.config import TrainConfig
 from train.cpu import cpu_model, labelled_positions_only, matmul_flags, native_bf16
+from train.tracking import check_tracker
 
 
 class AdapterExists(RuntimeError):
@@ -191,6 +193,7 @@ def train_adapter(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[
 
     from data.manifest import write_manifest
 
+    check_tracker(cfg.report_to)
     out = adapter_dir(cfg)
     if adapter_finished(out) and not cfg.overwrite:
         if requeued():  # the job was requeued after the adapter was saved: nothing is left to do
@@ -252,4 +255,5 @@ def train_adapter(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[
         log_history=state.log_history,
     )
     (out / "resolved_config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
+    write_card(out)  # replaces the template card peft's save_pretrained leaves
     return manifest
