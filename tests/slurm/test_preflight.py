@@ -1,0 +1,60 @@
+"""Preflight: one row per check, the missing GPU said plainly, Slurm found on a real cluster,
+nothing written."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from slurm.preflight import hours
+from tests.conftest import ROOT
+from tests.slurm.cluster import Cluster
+
+ROWS = ("GPU", "serving env", "base weights", "disk", "Slurm", "GPU-hours")
+
+
+def preflight(*overrides: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    script = [sys.executable, "scripts/preflight.py", *overrides]
+    return subprocess.run(script, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+
+
+def status(stdout: str, name: str) -> str:
+    """The status column of the row named ``name`` (``GPU`` is not ``GPU-hours``)."""
+    line = next(line for line in stdout.splitlines() if line.startswith(f"{name} "))
+    return line[len(name) :].split()[0]
+
+
+def test_the_h100_profile_on_a_cpu_machine_names_the_missing_gpu(tmp_path: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    proc = preflight(
+        "profile=h100", f"adapters_dir={tmp_path / 'adapters'}", f"datasets_dir={tmp_path / 'ds'}"
+    )
+    assert proc.returncode == 1
+    assert [status(proc.stdout, name) != "" for name in ROWS] == [True] * len(ROWS)
+    assert status(proc.stdout, "GPU") == "missing"
+    assert "no GPU: CUDA is not available" in proc.stdout
+    assert "missing: GPU" in proc.stderr
+    assert "GPU-h booked" in proc.stdout and status(proc.stdout, "GPU-hours") == "note"
+    assert not list(tmp_path.iterdir())  # a preflight writes nothing
+
+
+def test_slurm_is_found_on_a_running_cluster(slurm: Cluster, tmp_path: Path) -> None:
+    proc = preflight("profile=cpu", f"adapters_dir={tmp_path}", env=slurm.env)
+    assert status(proc.stdout, "Slurm") == "ok", proc.stdout
+    assert status(proc.stdout, "GPU") == "note"  # the cpu profile asks for no GPU
+
+
+def test_an_unknown_profile_is_named() -> None:
+    proc = preflight("profile=h200")
+    assert proc.returncode != 0 and "profile/h200" in proc.stderr and "h100" in proc.stderr
+
+
+def test_slurm_time_limits_read_as_hours() -> None:
+    assert hours("12:00:00") == 12 and hours("1-02:30:00") == 26.5 and hours("90") == 1.5
+    assert hours("30:00") == 0.5
