@@ -12,18 +12,23 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from core.config import entry_config
+from core.locks import Busy
 from data.problems import DataError
 from train.config import TrainConfig  # importing it registers the schema with Hydra
-from train.recipe import AdapterExists, train_adapter
+from train.dry_run import describe, training_plan
+from train.recipe import AdapterExists, DiskFull, train_adapter
 from train.tracking import TrackerError
 
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="train")
 def main(raw: DictConfig) -> None:
     cfg: TrainConfig = entry_config(raw)
+    if cfg.dry_run:
+        print(describe(cfg, training_plan(cfg)))
+        return
     try:
         manifest = train_adapter(cfg, overrides=list(HydraConfig.get().overrides.task))
-    except (AdapterExists, FileNotFoundError, DataError, TrackerError) as exc:
+    except (AdapterExists, Busy, DiskFull, FileNotFoundError, DataError, TrackerError) as exc:
         print(f"train.py: {exc}", file=sys.stderr)
         sys.exit(2)
     if manifest is None:  # not rank 0

@@ -70,6 +70,9 @@ class LooConfig(TrainingRun):
     batch: int = 32
     """Samples per operator call; records are flushed after each batch."""
     progress: bool = True
+    dry_run: bool = False
+    """Print the plan (what is built, trained, scored and replayed, with estimated times,
+    ``eval/dry_run.py``; scripts/submit.py: the sbatch argument lists) and write nothing."""
 
     def learned_modes(self) -> tuple[str, ...]:
         if self.extract_modes is not None:
@@ -81,6 +84,8 @@ class LooConfig(TrainingRun):
         safe_path("run", self.run)
         if self.op.name is not None:
             raise ValueError(f"op.name={self.op.name!r}: a run trains every adapter; op.* applies to all")
+        if self.batch < 1:
+            raise ValueError(f"batch={self.batch}: samples per operator call must be 1 or more")
         known_names("extract_modes", self.extract_modes or [], list(EXTRACT_MODES))
         if "two-stage-trained" in (self.extract_modes or []) and not self.extract_stages:
             raise ValueError("extract_modes: two-stage-trained needs extract_stages=true (its adapter)")

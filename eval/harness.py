@@ -68,6 +68,8 @@ PROMPTED_EXTRACT = "two-stage"
 """The prompted baseline extracts in two stages: the grammar then guarantees a valid answer."""
 DECISIONS_ONLY = "decisions"
 """The engine variant with gold extraction and the learned decisions."""
+ENGINE_VARIANTS = (DECISIONS_ONLY, "prompted", "symbolic")
+"""The engine replays of a fold besides one per learned extraction mode."""
 
 
 def extract_mode(variant: str) -> str | None:
@@ -238,7 +240,7 @@ def replay_fold(
     every note (answered from ``ops.answers`` where the scoring asked the same), so it is the
     slowest part of a fold; a run scores every fold first."""
     on = _variants(ops)
-    for variant in (*modes, DECISIONS_ONLY, "prompted", "symbolic"):
+    for variant in (*modes, *ENGINE_VARIANTS):
         if not records.done(fold, "engine_queries", variant, episode.queries[-1].id):
             if progress:
                 print(f"{fold}: engine replay ({variant})", flush=True)

@@ -32,7 +32,7 @@ class Plan:
 
     def missing(self, model: ModelConfig) -> list[str]:
         """What the build step would make, in words."""
-        out = [f"datasets ({len(self.unbuilt)} fold(s) missing)"] if self.unbuilt else []
+        out = [f"datasets (missing: {', '.join(self.unbuilt)})"] if self.unbuilt else []
         return out + ([f"the {model.name} model at {model.path}"] if self.base_missing else [])
 
     def trains(self, fold: str) -> list[str]:

@@ -75,7 +75,6 @@ class SubmitConfig(LooConfig):
     """The interpreter the jobs run; unset: the one running this script."""
     sbatch: str = "sbatch"
     """sbatch to call; scancel is taken from the same folder."""
-    dry_run: bool = False
     runs_here: ClassVar[bool] = False
     """The jobs train on the cluster's nodes: ``recipe=auto`` is not decided on this machine."""
 

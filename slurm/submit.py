@@ -88,6 +88,7 @@ def eval_config(cfg: SubmitConfig, fold: str) -> LooConfig:
             "adapters": cfg.adapters or str(Path(cfg.adapters_dir) / cfg.model.name),
             "backend": replace(cfg.backend, serve=serve),
             "progress": False,
+            "dry_run": False,  # a dry run of the submission still writes jobs that would really run
         }
     )
 

@@ -109,6 +109,9 @@ class TrainConfig(TrainingRun):
     overwrite: bool = False
     prepare: bool = True
     """Build missing prerequisites first: the datasets (all folds) and a model the project builds."""
+    dry_run: bool = False
+    """Print the resolved config, the data's token statistics, the steps and their estimated
+    time (``train/dry_run.py``); build, train and write nothing."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -6,12 +6,15 @@ A straight sequence: seed, data, model, trainer, train (resuming if asked or req
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import random
 import resource
+import shutil
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -25,6 +28,7 @@ from core.layout import (
     dataset_dir,
     unready,
 )
+from core.locks import exclusive
 from core.models import LoraSpec, load_model
 from operators.registry import ADAPTERS
 from train.builds import ensure_model
@@ -91,7 +95,9 @@ def load_splits(cfg: TrainConfig):  # -> (train, validation) datasets.Dataset
     path = dataset_dir(cfg.datasets_dir, cfg.fold, cfg.op.name)
     if not (path / "dataset_dict.json").exists():
         raise FileNotFoundError(f"no dataset at {path}; build it with: python scripts/build_data.py")
-    dd = load_from_disk(str(path))
+    # In memory, so the trainer's shuffles, selections and tokenizing maps never write cache
+    # files into the published folder (which may be shared or read-only); the sets are small.
+    dd = load_from_disk(str(path), keep_in_memory=True)
     keep = ["prompt", "completion"]
     train = balanced(dd["train"], cfg.seed) if cfg.balance_labels else dd["train"]
     validation = dd["validation"]
@@ -102,6 +108,22 @@ def load_splits(cfg: TrainConfig):  # -> (train, validation) datasets.Dataset
         validation.select_columns(keep),
         train._fingerprint + "/" + validation._fingerprint,
     )
+
+
+def conversation_tokens(row: dict[str, Any], tokenizer: Any) -> int:
+    """The tokens SFT gives an example: its prompt and completion through the chat template."""
+    messages = row["prompt"] + row["completion"]
+    return len(tokenizer.apply_chat_template(messages, return_dict=True)["input_ids"])
+
+
+def within_length(dataset, tokenizer: Any, max_length: int | None):  # -> (datasets.Dataset, int)
+    """The rows that fit ``max_length``, and how many did not. TRL truncates a longer row, which
+    would teach the adapter a completion cut mid-JSON (a few long trajectory notes exceed 1,024
+    SmolLM2 tokens), so such rows are left out and counted in the manifest instead."""
+    if max_length is None:
+        return dataset, 0
+    fits = [conversation_tokens(row, tokenizer) <= max_length for row in dataset]
+    return dataset.select([i for i, ok in enumerate(fits) if ok]), fits.count(False)
 
 
 def precision(cfg: TrainConfig) -> str:
@@ -178,6 +200,33 @@ def device_record(cfg: TrainConfig) -> dict[str, Any]:
     }
 
 
+class DiskFull(OSError):
+    """Writing a checkpoint or the adapter failed for want of space."""
+
+
+WRITE_FAILURES = ("No space left on device", "inline_container", "file write failed")
+"""How a full disk shows through torch.save (its zip writer) and safetensors."""
+
+
+@contextlib.contextmanager
+def disk_errors(out: Path) -> Iterator[None]:
+    """Turn a write that failed for want of space into one message naming the folder and the
+    space left there; torch's own says ``[enforce fail at inline_container.cc:672]``."""
+    try:
+        yield
+    except (OSError, RuntimeError) as exc:
+        text = str(exc)
+        if getattr(exc, "errno", None) != errno.ENOSPC and not any(w in text for w in WRITE_FAILURES):
+            raise
+        where = next(p for p in (out, *out.parents) if p.exists())
+        free = shutil.disk_usage(where).free
+        raise DiskFull(
+            f"writing under {out} failed, most likely a full disk: {free / 2**30:.2f} GiB free at {where} "
+            f"now (free space, or move adapters_dir; resume=true continues from the last checkpoint). "
+            f"The error was: {text.splitlines()[0] if text else type(exc).__name__}"
+        ) from exc
+
+
 def peak_memory_bytes() -> int:
     import torch
 
@@ -187,14 +236,22 @@ def peak_memory_bytes() -> int:
 
 
 def train_adapter(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[str, Any] | None:
-    """Train and save one adapter; returns its manifest (None on the other ranks of a multi-GPU run)."""
+    """Train and save one adapter; returns its manifest (None on the other ranks of a multi-GPU run).
+    One training per adapter folder at a time: the first rank holds the folder's lock."""
+    check_tracker(cfg.report_to)
+    out = adapter_dir(cfg)
+    first_rank = int(os.environ.get("RANK", "0")) == 0
+    lock = exclusive(out.parent / f".{out.name}.lock", "training of this adapter")
+    with lock if first_rank else contextlib.nullcontext():
+        return _train(cfg, out, overrides)
+
+
+def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str, Any] | None:
     from transformers import GenerationConfig, set_seed
     from trl import SFTTrainer
 
     from data.manifest import write_manifest
 
-    check_tracker(cfg.report_to)
-    out = adapter_dir(cfg)
     if adapter_finished(out) and not cfg.overwrite:
         if requeued():  # the job was requeued after the adapter was saved: nothing is left to do
             print(f"{out} was finished before this requeue; leaving it as it is", flush=True)
@@ -209,6 +266,14 @@ def train_adapter(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[
     set_seed(cfg.seed)
     train_ds, eval_ds, data_fingerprint = load_splits(cfg)
     model, tokenizer = load_model(cfg.model)
+    train_ds, long_train = within_length(train_ds, tokenizer, cfg.op.max_length)
+    eval_ds, long_eval = within_length(eval_ds, tokenizer, cfg.op.max_length)
+    if long_train or long_eval:
+        print(
+            f"warning: left out {long_train} train and {long_eval} validation examples longer than "
+            f"max_length={cfg.op.max_length} tokens (truncating them would cut their completions)",
+            file=sys.stderr,
+        )
     trainer = SFTTrainer(
         model=model,
         args=sft_config(cfg, checkpoints),
@@ -218,7 +283,10 @@ def train_adapter(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[
         peft_config=lora_config(cfg.model.lora),
     )
     started = time.perf_counter()
-    with labelled_positions_only() if cfg.lm_head == "labelled" else contextlib.nullcontext():
+    with (
+        disk_errors(out),
+        labelled_positions_only() if cfg.lm_head == "labelled" else contextlib.nullcontext(),
+    ):
         result = trainer.train(resume_from_checkpoint=resume_from)
         evals = [e for e in trainer.state.log_history if "eval_loss" in e]
         if not evals or evals[-1]["step"] != trainer.state.global_step:
@@ -227,7 +295,8 @@ def train_adapter(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[
 
     if trainer.is_fsdp_enabled:  # gather the sharded LoRA weights into one adapter file
         trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
-    trainer.save_model(str(out))
+    with disk_errors(out):
+        trainer.save_model(str(out))
     if not trainer.is_world_process_zero():  # multi-GPU: rank 0 writes the rest
         return None
     (out / "training_args.bin").unlink(missing_ok=True)  # a pickle; the manifest records the same
@@ -243,6 +312,7 @@ def train_adapter(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[
         overrides=overrides or [],
         seed=cfg.seed,
         dataset_fingerprint=data_fingerprint,
+        over_length={"train": long_train, "validation": long_eval, "max_length": cfg.op.max_length},
         resumed_from=resume_from,
         global_step=state.global_step,
         train_loss=result.training_loss,

@@ -11,7 +11,7 @@ import pytest
 from core.models import load_model, model_config
 from operators.registry import STAGES_ADAPTER
 from train.config import OpConfig, TrainConfig
-from train.recipe import lora_config, sft_config
+from train.recipe import conversation_tokens, lora_config, sft_config, within_length
 
 pytestmark = pytest.mark.slow
 
@@ -29,10 +29,11 @@ def trainer(request: pytest.FixtureRequest, small_datasets: Path, tmp_path_facto
     cfg = TrainConfig(op=OpConfig(name="update", max_length=1024), model=model)
     update = load_from_disk(str(small_datasets / "all" / "update"))["train"].select(range(4))
     staged = load_from_disk(str(small_datasets / "all" / STAGES_ADAPTER))["train"]
+    model, tokenizer = load_model(cfg.model)
+    staged, _ = within_length(staged, tokenizer, cfg.op.max_length)  # as the recipe does
     stage = [json.loads(i).get("stage") for i in staged["inputs"]]
     picks = [stage.index("select"), *[i for i, s in enumerate(stage) if s == "fill"][:2]]
     train = concatenate_datasets([update, staged.select(picks)])
-    model, tokenizer = load_model(cfg.model)
     args = sft_config(cfg, tmp_path_factory.mktemp("ckpt"))
     args.packing = False  # one example per row, so each row can be checked on its own
     args.padding_free = False
@@ -63,6 +64,17 @@ def test_labels_cover_exactly_the_completion(trainer) -> None:
         completion = tokenizer.decode(ids[n:])
         assert completion == raw[i]["completion"][0]["content"] + "<|im_end|>\n"
         assert batch["labels"][i][: len(ids)].tolist() == labels
+
+
+def test_rows_longer_than_max_length_are_left_out_not_cut(trainer) -> None:
+    """TRL would truncate them, and the adapter would learn a completion cut mid-JSON."""
+    _, raw, tokenizer = trainer
+    rows = raw.select_columns(["prompt", "completion"])
+    n = conversation_tokens(rows[0], tokenizer)
+    kept, dropped = within_length(rows.select([0]), tokenizer, n)
+    assert (len(kept), dropped) == (1, 0)
+    kept, dropped = within_length(rows.select([0]), tokenizer, n - 1)
+    assert (len(kept), dropped) == (0, 1)
 
 
 def test_hf_backend_feeds_the_model_what_training_used(trainer) -> None:
