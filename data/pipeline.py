@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from core.layout import TRAINING_FOLDS
+from core.locks import exclusive
 from core.sessions import Episode
 from core.sources import Sources
 from data.build import build_folds, build_pool, card, card_markdown
@@ -37,12 +38,22 @@ def _line_naming(file: Path, query_id: str) -> int | None:
 
 
 def check_queries(episodes: list[Episode], sources: Sources) -> list[Problem]:
-    """Every query must be answered correctly by the structured reader on the gold state."""
+    """Every query must be answered correctly by the structured reader on the gold state, and
+    must be able to fail: one that accepts an empty answer scores every engine as right."""
     problems = []
     for episode in episodes:
         mem = episode.replay()
         file = sources.annotation(episode.id) if episode.source == "trajectory" else Path(episode.id)
         for query in episode.queries:
+            if query.accepts(""):
+                problems.append(
+                    Problem(
+                        file,
+                        _line_naming(file, query.id),
+                        f"queries[{query.id}]",
+                        "accepts an empty answer, so no engine can fail it; give required or any_of tokens",
+                    )
+                )
             got = answer(mem, query.target.key, query.target.ask, query.target.at)
             if not query.accepts(got):
                 problems.append(
@@ -90,18 +101,27 @@ BUILD_KEYS = (
 """The settings that decide a fold's bytes; folds built under different ones must not sit together."""
 
 
+def built_otherwise(cfg: DataConfig, keys: tuple[str, ...]) -> dict[str, tuple[Any, Any]]:
+    """key -> (built with, ``cfg``'s) for each of ``keys`` where the build in ``cfg.datasets_dir``
+    differs from ``cfg``; empty when nothing is built there."""
+    manifest = Path(cfg.datasets_dir) / "manifest.json"
+    if not manifest.exists():
+        return {}
+    before = json.loads(manifest.read_text()).get("config", {})
+    # A key added after that build was made is read as its default: the value it was built with.
+    defaults = {f.name: f.default for f in fields(DataConfig)}
+    built = {k: before.get(k, defaults[k]) for k in keys}
+    return {k: (built[k], getattr(cfg, k)) for k in keys if built[k] != getattr(cfg, k)}
+
+
 def check_partial_rebuild(cfg: DataConfig, out: Path) -> None:
     """Refuse to rebuild some folds with settings other than those the remaining folds were
     built with: the directory would hold folds from two seeds under one manifest."""
     manifest = out / "manifest.json"
     if not manifest.exists():
         return
-    before = json.loads(manifest.read_text()).get("config", {})
-    kept = sorted(set(before.get("folds", [])) - set(cfg.folds))
-    # A key added after that build was made is read as its default: the value it was built with.
-    defaults = {f.name: f.default for f in fields(DataConfig)}
-    built = {k: before.get(k, defaults[k]) for k in BUILD_KEYS}
-    differ = {k: (built[k], getattr(cfg, k)) for k in BUILD_KEYS if built[k] != getattr(cfg, k)}
+    kept = sorted(set(json.loads(manifest.read_text())["config"].get("folds", [])) - set(cfg.folds))
+    differ = built_otherwise(cfg, BUILD_KEYS)
     if kept and differ:
         said = ", ".join(f"{k}={new} (built with {old})" for k, (old, new) in differ.items())
         raise DataError(
@@ -119,10 +139,17 @@ def check_partial_rebuild(cfg: DataConfig, out: Path) -> None:
 
 
 def build(cfg: DataConfig, overrides: list[str] | None = None) -> dict[str, Any]:
+    """Build and publish the datasets; one build per ``datasets_dir`` at a time (two once shared
+    a staging folder and published one's files under the other's card)."""
+    out = Path(cfg.datasets_dir)
+    with exclusive(out.parent / f".{out.name}.lock", "dataset build"):
+        return _build(cfg, out, overrides)
+
+
+def _build(cfg: DataConfig, out: Path, overrides: list[str] | None) -> dict[str, Any]:
     from data.manifest import fingerprint, write_manifest
 
     started = time.perf_counter()
-    out = Path(cfg.datasets_dir)
     recover(out)  # a build killed while swapping: back to its previous complete set
     check_partial_rebuild(cfg, out)
     sources = cfg.sources()

@@ -10,14 +10,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from core.files import write_atomic
 from core.layout import adapter_finished, adapters_path, run_dir, test_file
+from core.locks import exclusive
 from data.config import data_config
 from data.manifest import fingerprint, write_manifest
+from data.problems import DataError, Problem
 from data.replay import load_trajectory
 from eval.config import LooConfig
 from eval.harness import load_test, replay_fold, score_fold
 from eval.plan import steps
-from eval.records import Records
+from eval.records import Records, RecordsError
 from eval.report import build_report
 from operators.backends.factory import ServedBackend, open_backend
 from operators.backends.symbolic import SymbolicBackend
@@ -41,6 +44,31 @@ def build_datasets(cfg: LooConfig) -> None:
             progress=cfg.progress,
         )
     )
+
+
+RUN_DATA_KEYS = ("seed", "real_trajectories")
+"""The data settings a LOO run names itself: the datasets it reads must have been built with them."""
+
+
+def check_datasets(cfg: LooConfig) -> None:
+    """Refuse datasets built with another seed or real-trajectory count than this run's: the
+    run would train and score on data its manifest does not describe."""
+    from data.pipeline import built_otherwise
+
+    if differ := built_otherwise(data_config(cfg), RUN_DATA_KEYS):
+        said = ", ".join(f"{k}={new} (built with {old})" for k, (old, new) in differ.items())
+        manifest = Path(cfg.datasets_dir) / "manifest.json"
+        raise DataError(
+            [
+                Problem(
+                    manifest,
+                    None,
+                    "config",
+                    f"this run has {said}: rebuild them (scripts/build_data.py with the same "
+                    "settings) or give the run a datasets_dir of its own, which it builds",
+                )
+            ]
+        )
 
 
 def train_adapters(cfg: LooConfig, fold: str, ops: list[str]) -> None:
@@ -90,15 +118,58 @@ def record_adapter_figures(cfg: LooConfig, summary: dict[str, Any]) -> None:
                 record_heldout(adapter, cfg.run, figures)
 
 
+SETTINGS = "settings.json"
+"""The settings a run's records were made with (``run_settings``); a resume must match them."""
+
+
+def run_settings(cfg: LooConfig) -> dict[str, Any]:
+    """What decides a run's records: the backend, the base, which adapters serve which folds,
+    the seed, and the held-out examples themselves (their files' fingerprint)."""
+    return {
+        "backend": cfg.backend.kind,
+        "model": cfg.model.name,
+        "model_path": cfg.model.path,
+        "adapters": str(adapters_of(cfg, "<fold>")) if cfg.backend.kind != "symbolic" else None,
+        "seed": cfg.seed,
+        "test_examples": fingerprint(test_file(cfg.datasets_dir, f, op) for f in cfg.folds for op in OPS),
+    }
+
+
+def check_settings(out: Path, records: Records, settings: dict[str, Any]) -> None:
+    """Refuse to resume records made under other settings, naming each difference; the records
+    would otherwise be reused as if this run had scored them."""
+    path = out / SETTINGS
+    if path.exists() and records.records:
+        before = json.loads(path.read_text())
+        differ = {k: (before.get(k), v) for k, v in settings.items() if before.get(k) != v}
+        if differ:
+            said = "; ".join(
+                f"{k}: records made with {old!r}, this run has {new!r}" for k, (old, new) in differ.items()
+            )
+            raise RecordsError(
+                f"{out}: {len(records.records)} records belong to other settings ({said}). "
+                "Give this run another name (run=...), or remove the folder to score again."
+            )
+    write_atomic(path, json.dumps(settings, indent=2, sort_keys=True) + "\n")
+
+
 def evaluate(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
+    """The run, holding its folder's lock: two runs on one name once wrote duplicate records."""
     check_tracker(cfg.report_to)
     out = run_dir(cfg.runs_dir, cfg.run)
+    with exclusive(out / ".lock", "LOO run"):
+        return _evaluate(cfg, out, overrides)
+
+
+def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     records = Records(out / "records.jsonl")
     began = time.perf_counter()
     plan = steps(cfg, cfg.adapters_fold, trains=not cfg.adapters and cfg.backend.kind != "symbolic")
     if plan.unbuilt:
         build_datasets(cfg)
+    check_datasets(cfg)
+    check_settings(out, records, run_settings(cfg))
     if plan.base_missing and cfg.backend.kind != "symbolic":
         ensure_model(cfg.model)
     serving: dict[str, Any] = {}

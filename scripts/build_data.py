@@ -12,6 +12,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from core.config import entry_config
+from core.locks import Busy
 from data.config import DataConfig
 from data.pipeline import build, validate
 from data.problems import DataError
@@ -28,7 +29,7 @@ def main(raw: DictConfig) -> None:
             print("annotations and export are valid: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
             return
         result = build(cfg, overrides=list(HydraConfig.get().overrides.task))
-    except DataError as exc:
+    except (DataError, Busy) as exc:
         print(exc, file=sys.stderr)
         sys.exit(1)
     print(f"{result['examples']} examples in {result['seconds']:.1f} s -> {cfg.datasets_dir}")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from core.models import ModelConfig
+from data.problems import DataError
 from eval.config import LooConfig
 from eval.loo import evaluate
 from eval.records import RecordsError, read_records
@@ -94,6 +95,30 @@ def test_killed_run_resumes_to_the_same_summary(
     after = (resumed / "records.jsonl").read_text().splitlines(keepends=True)
     assert after[:kept] == lines[:kept]  # recorded samples were skipped, not redone
     assert len(after) == len(lines)
+
+
+def test_a_resume_under_other_settings_is_refused_and_names_them(
+    uninterrupted, small_datasets: Path, export_dir: Path
+) -> None:
+    """It once reused every record of a symbolic run for an hf run of the same name."""
+    run_dir, _ = uninterrupted
+    before = (run_dir / "records.jsonl").read_bytes()
+    cfg = config(run_dir.parent, small_datasets, export_dir)
+    cfg.backend.kind = "hf"
+    with pytest.raises(RecordsError, match=r"backend: records made with 'symbolic', this run has 'hf'"):
+        evaluate(cfg)
+    assert (run_dir / "records.jsonl").read_bytes() == before
+
+
+def test_datasets_built_with_another_seed_are_refused(
+    small_datasets: Path, export_dir: Path, tmp_path: Path
+) -> None:
+    """A run with seed=1 once read seed-0 datasets without a word, under any run name."""
+    cfg = config(tmp_path, small_datasets, export_dir)
+    cfg.seed = 1
+    with pytest.raises(DataError, match=r"manifest.json: config: this run has seed=1 \(built with 0\)"):
+        evaluate(cfg)
+    assert not (tmp_path / cfg.run / "records.jsonl").exists()
 
 
 def test_a_corrupt_record_in_the_middle_is_named(tmp_path: Path) -> None:
