@@ -20,8 +20,17 @@ class ExportError(RuntimeError):
     pass
 
 
+GIT_TIMEOUT_S = 60
+"""Per git call; a hung call (a lock, a network filesystem) ends the export with a message."""
+
+
 def _git(repo: Path, *args: str) -> str:
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired:
+        raise ExportError(f"git {' '.join(args)} took over {GIT_TIMEOUT_S} s in {repo}; stopped") from None
     if proc.returncode != 0:
         raise ExportError(f"git {' '.join(args)} failed in {repo}: {proc.stderr.strip()}")
     return proc.stdout

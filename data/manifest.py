@@ -11,6 +11,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from core.files import write_atomic
+
 LIBRARIES = (
     "memops",
     "torch",
@@ -28,14 +30,17 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def git_commit(repo: Path = REPO) -> str | None:
+    """HEAD, ``+dirty`` with local changes; None outside a checkout or when git hangs (30 s)."""
     try:
-        out = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        head, status = (
+            subprocess.run(
+                ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, timeout=30
+            )
+            for args in (["rev-parse", "HEAD"], ["status", "--porcelain"])
         )
-    except (OSError, subprocess.CalledProcessError):
+    except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired):
         return None
-    dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True)
-    return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    return head.stdout.strip() + ("+dirty" if status.stdout.strip() else "")
 
 
 def library_versions(names: Iterable[str] = LIBRARIES) -> dict[str, str]:
@@ -60,5 +65,5 @@ def fingerprint(paths: Iterable[Path]) -> str:
 def write_manifest(out: Path, **fields: Any) -> dict[str, Any]:
     manifest = {"git_commit": git_commit(), "libraries": library_versions(), **fields}
     out.mkdir(parents=True, exist_ok=True)
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
+    write_atomic(out / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
     return manifest

@@ -7,6 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from core.files import write_atomic
 from eval.metrics import (
     BOOTSTRAP_RESAMPLES,
     ERROR_CLASSES,
@@ -468,8 +469,8 @@ def build_report(run_dir: Path) -> dict[str, Any]:
     manifest = run_dir / "manifest.json"
     run = json.loads(manifest.read_text())["run"] if manifest.exists() else {}
     summary = summarize(records)
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    (run_dir / "report.md").write_text(markdown(summary, run))
+    write_atomic(run_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
+    write_atomic(run_dir / "report.md", markdown(summary, run))
     figures(summary, records, run_dir / "figures")
     return summary
 

@@ -10,12 +10,12 @@ refresh is a rewrite, and every write is atomic (a temporary file renamed over t
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from core.files import write_atomic
 from core.layout import ADAPTER_MANIFEST
 
 CARD = "README.md"
@@ -103,12 +103,6 @@ def card_text(manifest: dict[str, Any], heldout: dict[str, Any] | None = None) -
     return "\n".join(lines)
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def write_card(adapter: str | Path) -> Path:
     """(Re)write ``adapter/README.md`` from its manifest and held-out figures."""
     adapter = Path(adapter)
@@ -118,7 +112,7 @@ def write_card(adapter: str | Path) -> Path:
     manifest = json.loads(manifest_path.read_text())
     heldout_path = adapter / HELDOUT
     heldout = json.loads(heldout_path.read_text()) if heldout_path.exists() else None
-    _atomic_write(adapter / CARD, card_text(manifest, heldout))
+    write_atomic(adapter / CARD, card_text(manifest, heldout))
     return adapter / CARD
 
 
@@ -130,5 +124,5 @@ def record_heldout(adapter: str | Path, run: str, figures: dict[str, Any]) -> No
     if stored.get(run) == figures:
         return
     stored[run] = figures
-    _atomic_write(path, json.dumps(stored, indent=2, sort_keys=True) + "\n")
+    write_atomic(path, json.dumps(stored, indent=2, sort_keys=True) + "\n")
     write_card(adapter)
