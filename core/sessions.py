@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from typing import Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from core.records import Catalog, ExtractedClaim, Note
 from memory.claims import BranchName, Claim, Env, Identifier, Key, Timestamp, norm
@@ -55,6 +55,12 @@ class QueryTarget(BaseModel):
     ask: Ask = "value"
     at: Timestamp | None = None
     """For ``value_at``: the moment whose current value is asked."""
+
+    @model_validator(mode="after")
+    def _value_at_has_a_time(self) -> QueryTarget:
+        if self.ask == "value_at" and self.at is None:
+            raise ValueError("ask: value_at needs at: the moment whose value is asked")
+        return self
 
     @property
     def key(self) -> Key:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Annotated, Literal, NamedTuple
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 from memory.evidence import Evidence
 from memory.lines import OneLine
@@ -30,8 +30,12 @@ _TRAILING = ".,;:!?"
 
 def norm(value: str) -> str:
     """Canonical form for value equality (DESIGN §3): NFKC, lowercase, one space, without
-    surrounding quotes or trailing sentence punctuation."""
-    text = value if value.isascii() else unicodedata.normalize("NFKC", value)
+    surrounding quotes or trailing sentence punctuation. Invisible format characters (Unicode
+    category Cf: zero-width space and joiners, the byte-order mark, soft hyphens) are dropped,
+    so ``"a\u200bb"`` and ``"ab"`` are one value, not two that supersede each other."""
+    if not value.isascii():
+        value = "".join(ch for ch in unicodedata.normalize("NFKC", value) if unicodedata.category(ch) != "Cf")
+    text = value
     text = _WS.sub(" ", text.lower())
     while True:
         stripped = text.strip().strip(_QUOTES).rstrip(_TRAILING)
@@ -52,14 +56,37 @@ class Key(NamedTuple):
         return f"{self.entity}.{self.slot} [{self.branch}/{self.env}]"
 
 
-def _aware(value: datetime) -> datetime:
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ValueError("timestamp must carry a UTC offset, e.g. 2026-03-08T17:38:00-07:00")
+FUTURE_TOLERANCE = timedelta(days=1)
+"""How far past this machine's clock a time may lie (clock skew between authors' machines)."""
+
+
+_NUMBER = re.compile(r"\s*[+-]?\d+(\.\d*)?\s*")
+
+
+def _iso_only(value: object) -> object:
+    number = isinstance(value, str) and _NUMBER.fullmatch(value)
+    if number or (isinstance(value, int | float) and not isinstance(value, bool)):
+        raise ValueError(
+            f"timestamp must be an ISO-8601 string with a UTC offset, e.g. 2026-03-08T17:38:00-07:00; "
+            f"got the number {value!r}, which would be read as seconds since 1970"
+        )
     return value
 
 
-Timestamp = Annotated[datetime, AfterValidator(_aware)]
-"""An ISO-8601 time with its UTC offset; naive times are ambiguous across authors, so refused."""
+def _aware(value: datetime) -> datetime:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError("timestamp must carry a UTC offset, e.g. 2026-03-08T17:38:00-07:00")
+    if value > datetime.now(UTC) + FUTURE_TOLERANCE:
+        raise ValueError(
+            f"timestamp {value.isoformat()} lies in the future (more than {FUTURE_TOLERANCE} past "
+            "this machine's clock); a claim from the future would win every recency tie for good"
+        )
+    return value
+
+
+Timestamp = Annotated[datetime, BeforeValidator(_iso_only), AfterValidator(_aware)]
+"""An ISO-8601 time with its UTC offset, not in the future. Naive times are ambiguous across
+authors and numbers read as epoch seconds (``20260422`` became 1970-08-23), so both are refused."""
 
 
 def _non_blank(value: str) -> str:

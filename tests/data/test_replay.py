@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -199,15 +200,37 @@ def test_query_tokens_match_whole_tokens_only(answer: str, token: str, whole: bo
     assert forbidden.accepts(answer) is not whole
 
 
-def test_a_query_the_gold_replay_fails_is_named_with_file_and_line(workspace: tuple[Path, Path]) -> None:
+@pytest.mark.parametrize(
+    ("required", "problem"),
+    [
+        ('["nothing like it"]', "gold replay answers 'function'"),
+        # Only forbidden tokens: an engine that knows nothing answers "" and would score as right.
+        ("[]", "accepts an empty answer"),
+    ],
+)
+def test_a_query_problem_is_named_with_file_and_line(
+    workspace: tuple[Path, Path], required: str, problem: str
+) -> None:
     from data.config import DataConfig
     from data.pipeline import validate
 
     exports, annotations = workspace
     path = annotations / "model-routing.yaml"
-    text = path.read_text().replace('required: ["function"]', 'required: ["nothing like it"]')
+    text = path.read_text().replace('required: ["function"]', f"required: {required}")
     path.write_text(text)
     line = next(n for n, x in enumerate(text.splitlines(), 1) if "id: model-routing-q3" in x)
     with pytest.raises(DataError) as err:
         validate(DataConfig(annotations=[str(annotations)], exports=[str(exports)]))
-    assert f"{path}:{line}: queries[model-routing-q3]: gold replay answers 'function'" in str(err.value)
+    assert f"{path}:{line}: queries[model-routing-q3]: {problem}" in str(err.value)
+
+
+def test_value_at_without_a_time_is_named_with_file_and_line(workspace: tuple[Path, Path]) -> None:
+    exports, annotations = workspace
+    path = annotations / "model-routing.yaml"
+    lines = path.read_text().splitlines()
+    n = next(i for i, x in enumerate(lines) if "ask: value_at" in x)
+    lines[n] = re.sub(r', at: "[^"]*"', "", lines[n])
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError) as err:
+        load_trajectory("model-routing", Sources.of([annotations], [exports]))
+    assert f"{path}:{n + 1}: queries" in str(err.value) and "value_at needs at" in str(err.value)

@@ -35,6 +35,8 @@ from tests.memory.helpers import claim
         ("-1", "-1"),
         ("'(beta)'.", "(beta)"),
         ('"C#".', "c#"),
+        ("a\u200bb", "ab"),  # zero-width space
+        ("\ufeffv2\u00ad", "v2"),  # byte-order mark, soft hyphen
     ],
 )
 def test_norm(raw: str, expected: str) -> None:
@@ -65,6 +67,9 @@ def test_unknown_evidence_type_is_named_in_the_error() -> None:
         ("branch", "has space", "branch"),
         ("at", "2026-03-08T17:38:00", "UTC offset"),
         ("at", "yesterday", "at"),
+        ("at", 20260422, "read as seconds since 1970"),
+        ("at", "20260308", "read as seconds since 1970"),
+        ("at", "2099-01-01T00:00:00+00:00", "lies in the future"),
     ],
 )
 def test_claim_rejects_malformed_fields(field: str, bad: str, message: str) -> None:
@@ -74,6 +79,12 @@ def test_claim_rejects_malformed_fields(field: str, bad: str, message: str) -> N
         Claim.model_validate(data)
     assert message in str(err.value)
     assert field in str(err.value)
+
+
+def test_invisible_characters_do_not_make_a_second_value() -> None:
+    mem = StateMemory()
+    mem.apply(claim("ab"))
+    assert mem.apply(claim("a\u200bb", day=1)).action == "merge"
 
 
 def test_claim_rejects_unknown_fields_and_bad_commits() -> None:
