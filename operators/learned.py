@@ -142,7 +142,9 @@ class LearnedOperators:
         reader = parse_selection if step == "select" else parse
         out = []
         for (_, messages, model, _, _), c in zip(asks, completions, strict=True):
-            output, error = reader(model, c.text)
+            output, error = (
+                (None, f"refused by the server: {c.refused}") if c.refused else reader(model, c.text)
+            )
             out.append(Outcome(step, messages, c.text, output, error, c.latency_s, c.completion_tokens))
         return out
 

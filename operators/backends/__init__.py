@@ -33,6 +33,9 @@ class Completion:
     latency_s: float
     """Wall time of the call that produced it; in a batched call, an even share of the batch's."""
     completion_tokens: int
+    refused: str | None = None
+    """Why the server refused this one request (HTTP 400, e.g. a prompt longer than the model's
+    context): the sample fails with this reason and the run goes on."""
 
 
 class BackendError(RuntimeError):

@@ -5,7 +5,9 @@ Each request names its adapter as the model and passes its JSON schema as vLLM's
 concurrently under a bound. Only transport failures (connection errors, timeouts, 429, 5xx)
 are retried, with exponential backoff; a reply that is not a chat completion (no choices, an
 HTML page) is a server fault and raises; an answer that is not valid JSON is a model error for the
-operator layer to record, never a reason to ask again.
+operator layer to record, never a reason to ask again. A 400 refuses one request (a prompt
+longer than the served context): that sample fails with the server's reason and the run goes on;
+any other refusal (401, 404: a wrong key, an adapter not served) stops the run.
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ class VLLMBackend:
                     failure: Exception = e
                 except openai.AuthenticationError as e:
                     raise BackendError(f"{self.base_url}: the server refused the API key (HTTP 401)") from e
+                except openai.BadRequestError as e:  # this request only (too long, bad schema)
+                    return Completion("", time.perf_counter() - began, 0, refused=f"HTTP 400: {e.message}")
                 except openai.APIStatusError as e:
                     raise BackendError(
                         f"{self.base_url}: the server refused a {request.adapter} request "

@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 
 from core.config import compose_config
+from core.records import Note
+from data.scenarios.catalog import SYNTHETIC_CATALOG
 from eval.loo import evaluate
 from eval.parity import parity
 from eval.records import read_records, record_key
@@ -156,6 +158,20 @@ def test_an_adapter_the_server_does_not_list_is_a_404(server: VLLMServer) -> Non
     client = VLLMBackend(server.base_url, server.api_key, retries=0)
     with pytest.raises(BackendError, match=r"a nope request \(HTTP 404\)"):
         client.complete([Request("nope", [{"role": "user", "content": "x"}], None, 4)])
+
+
+def test_a_prompt_longer_than_the_context_fails_one_sample_not_the_run(server: VLLMServer) -> None:
+    """The real server answers 400 to a prompt past its context; that note's extraction is
+    recorded as failed with the reason, and the note beside it is answered."""
+    ops = LearnedOperators(VLLMBackend(server.base_url, server.api_key, retries=0))
+    at = "2026-03-01T12:00:00+00:00"
+    long = Note(id="long", at=at, title="A very long note", text="word " * 20_000)
+    short = Note(id="short", at=at, title="A short note", text="Merged abc1234: nothing else.")
+    too_long, fine = ops.extract([(long, SYNTHETIC_CATALOG), (short, SYNTHETIC_CATALOG)], "direct")
+    [call] = too_long.calls
+    assert call.output is None and call.error is not None
+    assert call.error.startswith("refused by the server: HTTP 400")
+    assert fine.calls[0].raw and not (fine.calls[0].error or "").startswith("refused")
 
 
 def test_a_loo_fold_runs_end_to_end_on_vllm(vllm_run) -> None:
