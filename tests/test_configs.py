@@ -127,3 +127,10 @@ def test_slurm_job_configs_carry_the_settings_and_each_adapters_own_budget(tmp_p
         assert (job.model.lora.r, job.op.max_length, job.recipe) == (8, 512, "smollm2-cpu")
     evaluation = OmegaConf.load(configs / "eval" / "patch-guardrails" / "job.yaml")
     assert (evaluation.model.lora.r, evaluation.op.max_length, evaluation.steps.compare) == (8, 512, 240)
+
+
+@pytest.mark.parametrize("batch", [0, -1])
+def test_a_batch_below_one_is_refused_before_any_work(batch: int) -> None:
+    """It once wrote a report of dashes with exit code 0 (-1) or crashed in range() (0)."""
+    with pytest.raises(Exception, match=rf"batch={batch}: samples per operator call must be 1 or more"):
+        compose_config("loo", [f"batch={batch}"])

@@ -119,6 +119,59 @@ def test_training_leaves_tensorboard_events_and_a_model_card(trained: Path) -> N
     assert manifest["dataset_fingerprint"] in body and "Not scored yet" in body
 
 
+def test_training_writes_nothing_into_the_published_datasets(small_datasets: Path, tmp_path: Path) -> None:
+    """It once left cache-*.arrow files there (the eval sample's shuffle and select, TRL's maps)."""
+    before = sorted(p.relative_to(small_datasets) for p in small_datasets.rglob("*"))
+    proc = launch(
+        "op=update",
+        "fold=patch-guardrails",
+        "model=tiny",
+        "max_steps=1",
+        "max_eval_samples=2",
+        f"datasets_dir={small_datasets}",
+        f"adapters_dir={tmp_path}",
+        *FAST,
+        accelerate=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(p.relative_to(small_datasets) for p in small_datasets.rglob("*")) == before
+
+
+def test_a_full_disk_while_saving_names_the_folder_and_the_space_left(
+    small_datasets: Path, tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trl
+
+    from core.config import compose_config
+    from train.recipe import DiskFull, train_adapter
+
+    def full_disk(self: object, output_dir: str | None = None, **kwargs: object) -> None:
+        raise RuntimeError(
+            "[enforce fail at inline_container.cc:672] . PytorchStreamWriter failed writing file data/0: "
+            "file write failed"
+        )
+
+    # Test double: the real trainer, with a disk that is full when the adapter is saved (a real
+    # disk cannot be filled safely here).
+    monkeypatch.setattr(trl.SFTTrainer, "save_model", full_disk)
+    cfg = compose_config(
+        "train",
+        [
+            "op=update",
+            "model=tiny",
+            f"model.path={tiny_model}",
+            "max_steps=1",
+            "max_eval_samples=2",
+            "report_to=none",
+            f"datasets_dir={small_datasets}",
+            f"adapters_dir={tmp_path}",
+            *FAST,
+        ],
+    )
+    with pytest.raises(DiskFull, match=r"most likely a full disk: [0-9.]+ GiB free at .*inline_container"):
+        train_adapter(cfg)
+
+
 def test_held_out_figures_refresh_the_card(trained: Path, tmp_path: Path) -> None:
     adapter = tmp_path / "compare"
     shutil.copytree(trained, adapter, ignore=shutil.ignore_patterns("checkpoints"))
