@@ -143,7 +143,7 @@ class LearnedOperators:
         out = []
         for (_, messages, model, _, _), c in zip(asks, completions, strict=True):
             output, error = (
-                (None, f"refused by the server: {c.refused}") if c.refused else reader(model, c.text)
+                (None, f"refused by the backend: {c.refused}") if c.refused else reader(model, c.text)
             )
             out.append(Outcome(step, messages, c.text, output, error, c.latency_s, c.completion_tokens))
         return out

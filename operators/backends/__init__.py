@@ -34,8 +34,8 @@ class Completion:
     """Wall time of the call that produced it; in a batched call, an even share of the batch's."""
     completion_tokens: int
     refused: str | None = None
-    """Why the server refused this one request (HTTP 400, e.g. a prompt longer than the model's
-    context): the sample fails with this reason and the run goes on."""
+    """Why the backend refused this one request (vLLM's HTTP 400, or the hf backend's own check:
+    a prompt longer than the model's context): the sample fails with it and the run goes on."""
 
 
 class BackendError(RuntimeError):

@@ -126,12 +126,29 @@ class HFBackend:
         model.eval()
         return cls(model, tokenizer, batch_size)
 
+    def too_long(self, request: Request) -> str | None:
+        """Why the model cannot take this request, as vLLM refuses it (HTTP 400): the prompt and
+        the tokens to generate exceed its positions. Past them the model would decode from
+        positions it never saw, with only the tokenizer's warning."""
+        text = prompt_text(self.tokenizer, request.messages)
+        n = len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        positions = self.model.config.max_position_embeddings
+        if n + request.max_tokens <= positions:
+            return None
+        return (
+            f"the prompt's {n} tokens and {request.max_tokens} to generate exceed the model's "
+            f"{positions} positions"
+        )
+
     def complete(self, requests: Sequence[Request]) -> list[Completion]:
         out: list[Completion | None] = [None] * len(requests)
         groups: dict[tuple[str, bool, int], list[int]] = {}
         for i, r in enumerate(requests):
             if self.adapters and r.adapter not in (*self.adapters, BASE):
                 raise BackendError(f"no adapter named {r.adapter!r}; loaded: {', '.join(self.adapters)}")
+            if reason := self.too_long(r):
+                out[i] = Completion("", 0.0, 0, refused=reason)
+                continue
             groups.setdefault((r.adapter, r.json_schema is not None, r.max_tokens), []).append(i)
         for (adapter, _, max_tokens), idx in groups.items():
             with self._running(adapter):

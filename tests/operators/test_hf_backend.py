@@ -112,3 +112,15 @@ def test_base_requests_run_without_any_adapter(
     assert replies[1].text == replies[3].text == base
     assert replies[0].text != base, "the compare adapter should change the answer"
     assert mixed.complete([Request("compare", prompt, None, 12)])[0].text == replies[0].text
+
+
+def test_a_prompt_past_the_models_positions_fails_one_sample(bare: HFBackend, notes) -> None:
+    """As vLLM answers 400 to it: that note's extraction fails with the reason, the next is answered."""
+    _, sourced = notes
+    note, catalog = sourced[0]
+    long = note.model_copy(update={"text": "word " * 20_000})
+    too_long, fine = LearnedOperators(bare).extract([(long, catalog), sourced[1]], "direct")
+    [call] = too_long.calls
+    assert call.output is None and call.raw == ""
+    assert call.error.startswith("refused by the backend: the prompt's") and "4096 positions" in call.error
+    assert fine.calls[0].raw

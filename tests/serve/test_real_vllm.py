@@ -170,7 +170,7 @@ def test_a_prompt_longer_than_the_context_fails_one_sample_not_the_run(server: V
     too_long, fine = ops.extract([(long, SYNTHETIC_CATALOG), (short, SYNTHETIC_CATALOG)], "direct")
     [call] = too_long.calls
     assert call.output is None and call.error is not None
-    assert call.error.startswith("refused by the server: HTTP 400")
+    assert call.error.startswith("refused by the backend: HTTP 400")
     assert fine.calls[0].raw and not (fine.calls[0].error or "").startswith("refused")
 
 
