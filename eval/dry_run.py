@@ -18,7 +18,7 @@ from eval.plan import steps
 from eval.records import read_records
 from operators.registry import DECISIONS, EXTRACT
 from train.config import train_config
-from train.dry_run import training_plan
+from train.dry_run import duration, training_plan
 
 
 def recorded_latency(cfg: LooConfig) -> dict[tuple[str, str], float]:
@@ -80,7 +80,7 @@ def loo_plan(cfg: LooConfig) -> dict[str, Any]:
 
 
 def _time(seconds: float | None) -> str:
-    return "no earlier run recorded" if seconds is None else f"about {seconds / 60:.1f} min"
+    return "no earlier run recorded" if seconds is None else duration(seconds)
 
 
 def describe_loo(cfg: LooConfig, plan: dict[str, Any]) -> str:

@@ -41,6 +41,11 @@ def token_stats(rows: Any, tokenizer: Any, max_length: int) -> dict[str, Any]:
     }
 
 
+def duration(seconds: float) -> str:
+    """An estimate in words: seconds under two minutes, minutes above."""
+    return f"about {seconds:.0f} s" if seconds < 120 else f"about {seconds / 60:.0f} min"
+
+
 def this_device() -> str:
     import torch
 
@@ -102,7 +107,7 @@ def training_plan(cfg: TrainConfig) -> dict[str, Any]:
     else:
         rate, where = recorded
         seconds = steps * per_step * max_length / rate
-        plan["estimate"] = f"about {seconds / 60:.0f} min at {rate:.0f} tokens/s (recorded in {where})"
+        plan["estimate"] = f"{duration(seconds)} at {rate:.0f} tokens/s (recorded in {where})"
         plan["estimated_seconds"] = round(seconds)
     return plan
 
