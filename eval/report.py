@@ -175,7 +175,7 @@ def _paired(table: dict, folds: list[str], first: str, second: str, metric: str)
     }
 
 
-def _cell(stat: dict[str, Any]) -> str:
+def cell(stat: dict[str, Any]) -> str:
     if stat["mean"] is None:
         return "–"
     lo, hi = stat["ci"]
@@ -225,9 +225,9 @@ def variant_tables(summary: dict[str, Any]) -> list[str]:
         ]
         for fold, by_variant in summary["folds"].items():
             s = by_variant[variant]
-            lines.append(f"| {fold} | " + " | ".join(_cell(s[m]) for m in ("overall", *OPS)) + " |")
+            lines.append(f"| {fold} | " + " | ".join(cell(s[m]) for m in ("overall", *OPS)) + " |")
         s = summary["mean"][variant]
-        lines.append("| **all folds** | " + " | ".join(_cell(s[m]) for m in ("overall", *OPS)) + " |")
+        lines.append("| **all folds** | " + " | ".join(cell(s[m]) for m in ("overall", *OPS)) + " |")
         lines.append("")
     return lines
 
@@ -256,7 +256,7 @@ def value_and_engine_table(summary: dict[str, Any]) -> list[str]:
     lines += ["| Variant | Extract (value) | Engine state | Engine queries |", "| --- | --- | --- | --- |"]
     for variant in summary["variants"]:
         s = summary["mean"][variant]
-        cells = " | ".join(_cell(s[m]) for m in ("extract_value", "engine_state", "engine_queries"))
+        cells = " | ".join(cell(s[m]) for m in ("extract_value", "engine_state", "engine_queries"))
         lines.append(f"| {variant} | {cells} |")
     return lines
 
@@ -351,7 +351,7 @@ def extraction_sections(summary: dict[str, Any]) -> list[str]:
     ]
     for v in shown:
         s = summary["mean"][v]
-        lines.append(f"| {v} | {_cell(s['extract'])} | {_cell(s['extract_value'])} | {s['extract']['n']} |")
+        lines.append(f"| {v} | {cell(s['extract'])} | {cell(s['extract_value'])} | {s['extract']['n']} |")
     if trained := summary["tests"].get("two_stage_trained"):
         lines += [
             "",
@@ -515,16 +515,16 @@ def table(summary: dict[str, Any]) -> str:
     lines = [f"{'Fold':<18}" + "".join(f"{n:>22}" for n in names)]
     rows = [*summary["folds"].items(), ("all folds", summary["mean"])]
     for fold, s in rows:
-        cells = [_cell(s[v][m]) for m in ("overall", "extract") for v in ("direct", "two-stage")]
+        cells = [cell(s[v][m]) for m in ("overall", "extract") for v in ("direct", "two-stage")]
         lines.append(f"{fold:<18}" + "".join(f"{c:>22}" for c in cells))
     s = summary["mean"]["prompted"]  # two-stage extraction, like the learned row it is paired with
-    lines.append(f"{'prompted (base)':<18}{'':>22}{_cell(s['overall']):>22}{'':>22}{_cell(s['extract']):>22}")
+    lines.append(f"{'prompted (base)':<18}{'':>22}{cell(s['overall']):>22}{'':>22}{cell(s['extract']):>22}")
     s = summary["mean"]["symbolic"]
-    lines.append(f"{'symbolic (ref.)':<18}{_cell(s['overall']):>22}{'':>22}{_cell(s['extract']):>22}")
+    lines.append(f"{'symbolic (ref.)':<18}{cell(s['overall']):>22}{'':>22}{cell(s['extract']):>22}")
     if "two-stage-trained" in summary["mean"]:
         s = summary["mean"]["two-stage-trained"]
         lines.append(
-            f"{'2-stage trained':<18}{'':>22}{_cell(s['overall']):>22}{'':>22}{_cell(s['extract']):>22}"
+            f"{'2-stage trained':<18}{'':>22}{cell(s['overall']):>22}{'':>22}{cell(s['extract']):>22}"
         )
     lines += ["", f"{'All folds':<18}" + "".join(f"{op.capitalize():>22}" for op in DECISIONS)]
     for variant, label in (
@@ -533,5 +533,5 @@ def table(summary: dict[str, Any]) -> str:
         ("symbolic", "symbolic"),
     ):
         s = summary["mean"][variant]
-        lines.append(f"{label:<18}" + "".join(f"{_cell(s[op]):>22}" for op in DECISIONS))
+        lines.append(f"{label:<18}" + "".join(f"{cell(s[op]):>22}" for op in DECISIONS))
     return "\n".join(lines)

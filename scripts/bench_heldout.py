@@ -31,6 +31,7 @@ from core.config import compose_config
 from core.layout import OUTPUTS
 from eval.config import LooConfig
 from eval.parity import parity as decoding_parity
+from eval.report import cell
 from train.cpu import cpu_model, matmul_flags, native_bf16
 from train.throughput import flops_per_token, matmul_peak, token_mix
 
@@ -60,14 +61,6 @@ def cost(config: dict, datasets: Path) -> float:
     rows = load_from_disk(str(datasets / config["fold"] / config["op"]["name"]))["train"]
     mix = token_mix(rows, AutoTokenizer.from_pretrained(config["model"]["path"]))
     return flops_per_token(config["model"]["path"], LoraSpec(**config["model"]["lora"]), mix)
-
-
-def pooled(summary: dict, variant: str, metric: str) -> str:
-    cell = summary["mean"][variant][metric]
-    if cell["mean"] is None:
-        return "-"
-    low, high = cell["ci"]
-    return f"{cell['mean']:.2f} [{low:.2f}, {high:.2f}]"
 
 
 def main() -> None:
@@ -144,7 +137,7 @@ def main() -> None:
     print("\npooled held-out, exact match / claim F1 with 95% CIs:")
     for variant in summary["mean"]:
         cells = [
-            f"{m} {pooled(summary, variant, m)}"
+            f"{m} {cell(summary['mean'][variant][m])}"
             for m in ("compare", "update", "extract", "extract_value", "engine_state")
         ]
         print(f"  {variant:18s} " + "; ".join(cells))

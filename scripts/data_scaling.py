@@ -24,16 +24,10 @@ from pathlib import Path
 from core.config import compose_config
 from core.layout import OUTPUTS
 from eval.config import LooConfig
+from eval.report import cell
 
 ROOT = Path(__file__).resolve().parents[1]
 METRICS = ("compare", "update")
-
-
-def cell(stat: dict) -> str:
-    if stat["mean"] is None:
-        return "-"
-    low, high = stat["ci"]
-    return f"{stat['mean']:.2f} [{low:.2f}, {high:.2f}]"
 
 
 def main() -> None:
