@@ -61,6 +61,11 @@ class ExtractedClaim(_Strict):
     env: Env = "production"
     evidence_type: EvidenceType
 
+    @property
+    def pair(self) -> str:
+        """``entity.slot``, as the catalog lists it."""
+        return f"{self.entity}.{self.slot}"
+
     def to_claim(self, note: Note) -> Claim:
         return Claim(
             entity=self.entity,

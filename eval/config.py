@@ -12,7 +12,7 @@ from core.layout import SYNTHETIC
 from core.names import known_names, safe_path
 from operators.backends.factory import BackendConfig
 from operators.engine import MODES
-from operators.learned import EXTRACT_MODES
+from operators.learned import EXTRACT_MODES, STAGED_MODES
 from train.config import TrainingRun
 
 
@@ -24,7 +24,11 @@ class ReplayConfig(RunConfig):
     operators: str | None = None
     """The old name of ``engine``; refused with a message that names the new one."""
     extract: str = "direct"
-    """direct | two-stage | two-stage-trained (needs an ``extract-stages`` adapter)."""
+    """direct | two-stage | two-stage-trained | two-stage-scored (the last two need an
+    ``extract-stages`` adapter)."""
+    threshold: float = 0.5
+    """two-stage-scored: the probability of "yes" a pair needs; a LOO run places it on
+    validation data (``eval.calibration``) and writes it to its ``calibration/``."""
     backend: BackendConfig = field(default_factory=BackendConfig)
     adapters: str | None = None
     """A directory holding extract/, compare/ and update/; default: the trajectory's LOO fold."""
@@ -56,14 +60,14 @@ class LooConfig(TrainingRun):
     """Evaluate every fold with this training fold's adapters instead of each fold's own:
     ``synthetic`` holds no trajectory in training, so its 3 adapters are held-out for all five."""
     extract_stages: bool = False
-    """Also build the ``extract-stages`` data, train its adapter and score two-stage-trained
-    extraction beside direct and grammar-only two-stage."""
+    """Also build the ``extract-stages`` data, train its adapter and score two-stage-trained and
+    two-stage-scored extraction beside direct and grammar-only two-stage."""
     real_trajectories: int | None = None
     """How many of the other trajectories each fold's own adapters train on (``DataConfig``'s
     field, passed to the build); give the run its own ``datasets_dir`` and ``adapters_dir``."""
     extract_modes: list[str] | None = None
     """The learned extraction variants scored and replayed; unset: every one the adapters allow
-    (``two-stage-trained`` with ``extract_stages``). A parity pass can keep ``[direct]``."""
+    (the ``STAGED_MODES`` with ``extract_stages``). A parity pass can keep ``[direct]``."""
     replay: bool = True
     """Replay every held-out trajectory through the engine after scoring (the report's engine
     rows); a parity pass compares operator outputs and can leave it out."""
@@ -77,7 +81,7 @@ class LooConfig(TrainingRun):
     def learned_modes(self) -> tuple[str, ...]:
         if self.extract_modes is not None:
             return tuple(self.extract_modes)
-        return tuple(m for m in EXTRACT_MODES if self.extract_stages or m != "two-stage-trained")
+        return tuple(m for m in EXTRACT_MODES if self.extract_stages or m not in STAGED_MODES)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -87,8 +91,9 @@ class LooConfig(TrainingRun):
         if self.batch < 1:
             raise ValueError(f"batch={self.batch}: samples per operator call must be 1 or more")
         known_names("extract_modes", self.extract_modes or [], list(EXTRACT_MODES))
-        if "two-stage-trained" in (self.extract_modes or []) and not self.extract_stages:
-            raise ValueError("extract_modes: two-stage-trained needs extract_stages=true (its adapter)")
+        for mode in set(STAGED_MODES) & set(self.extract_modes or []):
+            if not self.extract_stages:
+                raise ValueError(f"extract_modes: {mode} needs extract_stages=true (its adapter)")
         if self.folds is None:
             self.folds = self.sources().names()
         self.check_folds("folds", self.folds)

@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from core.layout import test_file
 from core.sessions import Episode
-from eval.metrics import claim_f1
+from eval.metrics import claim_f1, verbatim
 from eval.records import Record, Records
 from memory.claims import norm
 from memory.reader import answer
@@ -83,7 +83,9 @@ def extract_records(fold: str, variant: str, examples: Sequence[dict], episode: 
     sessions = {s.id: s for s in episode.sessions}
     chosen = [sessions[json.loads(e["inputs"])["session"]] for e in examples]
     if variant == "symbolic":
-        results = [Extraction(list(s.claims), []) for s in chosen]
+        results = [
+            Extraction(list(s.claims), [], list(dict.fromkeys(c.pair for c in s.claims))) for s in chosen
+        ]
     else:
         results = ops.extract([(s.note(), episode.catalog) for s in chosen], extract_mode(variant))
     out = []
@@ -99,6 +101,9 @@ def extract_records(fold: str, variant: str, examples: Sequence[dict], episode: 
                 prompt_hash=prompt_key(example["prompt"]),
                 raw=[{"step": c.step, "text": c.raw} for c in result.calls],
                 parsed=pred,
+                selected=result.selected,
+                pair_scores=result.scores,
+                gold_verbatim=[verbatim(c["value"], f"{session.title}\n{session.text}") for c in gold],
                 error=result.error,
                 gold=gold,
                 score=claim_f1(gold, pred, "schema"),

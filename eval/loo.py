@@ -17,6 +17,7 @@ from data.config import data_config
 from data.manifest import fingerprint, write_manifest
 from data.problems import DataError, Problem
 from data.replay import load_trajectory
+from eval.calibration import calibrate, calibration_json
 from eval.config import LooConfig
 from eval.harness import load_test, replay_fold, score_fold
 from eval.plan import steps
@@ -153,6 +154,24 @@ def check_settings(out: Path, records: Records, settings: dict[str, Any]) -> Non
     write_atomic(path, json.dumps(settings, indent=2, sort_keys=True) + "\n")
 
 
+def threshold(cfg: LooConfig, out: Path, fold: str, ops: LearnedOperators) -> float:
+    """The scoring selection's threshold for ``fold``'s adapters, placed on the validation split
+    of the fold they were trained on; written once under ``calibration/`` and read on resume."""
+    path = out / "calibration" / f"{fold}.json"
+    if not path.exists():
+        print(f"{fold}: placing the scoring threshold on validation notes", flush=True)
+        found = calibrate(ops, cfg.datasets_dir, fold, cfg.seed)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, calibration_json(found))
+    said = json.loads(path.read_text())
+    print(
+        f"{fold}: scoring threshold {said['threshold']:.3f} (validation precision {said['precision']:.2f}, "
+        f"recall {said['recall']:.2f}, {said['notes']} notes)",
+        flush=True,
+    )
+    return float(said["threshold"])
+
+
 def evaluate(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
     """The run, holding its folder's lock: two runs on one name once wrote duplicate records."""
     check_tracker(cfg.report_to)
@@ -192,6 +211,8 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
             if isinstance(backend, ServedBackend):
                 serving[name] = backend.describe()
             ops = LearnedOperators(backend)
+            if "two-stage-scored" in cfg.learned_modes() and not isinstance(backend, SymbolicBackend):
+                ops.threshold = threshold(cfg, out, name, ops)
             # Every fold's operator scores first, then the engine replays (the slow part), so a
             # run stopped early still has the operator table for every fold.
             data = Path(cfg.datasets_dir)

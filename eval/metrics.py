@@ -53,6 +53,27 @@ def claim_f1(gold: Sequence[dict[str, Any]], pred: Sequence[dict[str, Any]], lev
     return 2 * hits / (len(gold) + len(pred))
 
 
+def verbatim(value: str, note: str) -> bool:
+    """Whether a value is written in its note as it stands (after ``norm``): such a value can be
+    copied, any other must be paraphrased or inferred."""
+    return norm(value) in norm(note)
+
+
+def by_wording(
+    gold: Sequence[dict[str, Any]], pred: Sequence[dict[str, Any]], copied: Sequence[bool]
+) -> dict[str, float]:
+    """Value claim F1 of one note apart for gold values ``copied`` verbatim from it and for the
+    others: each side's gold claims against the predictions of their (entity, slot, branch, env);
+    a prediction no gold claim scopes belongs to neither side. Only sides with gold appear."""
+    out = {}
+    for side, keep in (("verbatim", True), ("paraphrased", False)):
+        part = [g for g, c in zip(gold, copied, strict=True) if c == keep]
+        keys = {_schema_key(g) for g in part}
+        if part:
+            out[side] = claim_f1(part, [p for p in pred if _schema_key(p) in keys], "value")
+    return out
+
+
 def bootstrap_ci(values: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED) -> dict:
     """Mean with a percentile bootstrap 95% CI."""
     import numpy as np

@@ -13,21 +13,23 @@ from eval.metrics import (
     ERROR_CLASSES,
     SEED,
     bootstrap_ci,
+    by_wording,
     extraction_errors,
     mcnemar_exact,
     paired_bootstrap,
 )
 from eval.records import Record, RecordsError, read_records, write_records
+from operators.learned import EXTRACT_MODES, STAGED_MODES
 from operators.registry import DECISIONS, OPERATORS, OPS
 
-LEARNED = ("direct", "two-stage", "two-stage-trained")
+LEARNED: tuple[str, ...] = EXTRACT_MODES
 ENGINE_ONLY = ("decisions",)
 """Variants with engine rows only (``eval.harness.DECISIONS_ONLY``: gold extraction, learned
 decisions)."""
 VARIANTS = (*LEARNED, *ENGINE_ONLY, "prompted", "symbolic")
 """Report variants. Records of compare and update carry ``learned`` (shared by the learned
 variants, since none depends on extraction), ``prompted`` or ``symbolic``. A run scores
-``two-stage-trained`` only when it trained the ``extract-stages`` adapter."""
+the ``STAGED_MODES`` only when it trained the ``extract-stages`` adapter."""
 METRICS = ("overall", "extract", "extract_value", *DECISIONS, "engine_state", "engine_queries")
 EXTRACT_METRICS = ("extract", "extract_value")
 """Claim F1 of extraction at schema and at value level (DESIGN §7)."""
@@ -81,17 +83,61 @@ def summarize(records: list[Record]) -> dict[str, Any]:
         }
     summary["parse_failures"] = parse_failures(records)
     summary["tests"]["extract_direct_vs_two_stage"] = _paired(table, folds, "direct", "two-stage", "extract")
-    if "two-stage-trained" in shown:
-        summary["tests"]["two_stage_trained"] = {
-            f"vs {other}": {m: _paired(table, folds, other, "two-stage-trained", m) for m in EXTRACT_METRICS}
-            for other in ("direct", "two-stage")
+    for mode in (m for m in STAGED_MODES if m in shown):
+        others = [v for v in LEARNED if v in shown and LEARNED.index(v) < LEARNED.index(mode)]
+        summary["tests"][mode.replace("-", "_")] = {
+            f"vs {other}": {m: _paired(table, folds, other, mode, m) for m in EXTRACT_METRICS}
+            for other in others
         }
+    summary["selection"] = selection(records)
+    summary["value_by_wording"] = value_by_wording(records)
     summary["extraction_errors"] = error_breakdown(records)
     summary["extraction_examples"] = side_by_side(records)
     summary["tests"]["learned_vs_prompted"] = {
         m: _paired(table, folds, "prompted", "two-stage", m) for m in ("overall", *OPS)
     }
     return summary
+
+
+def selection(records: list[Record]) -> dict[str, dict[str, dict[str, float | int]]]:
+    """fold (and ``all folds``) -> variant -> stage 1's precision and recall over ``entity.slot``
+    pairs, pooled over notes: what each selection method chose against the pairs the gold names."""
+    counts: dict[str, dict[str, list[int]]] = {}
+    for r in records:
+        if r["op"] != "extract" or r["variant"] == "symbolic" or "selected" not in r:
+            continue
+        gold = {f"{c['entity']}.{c['slot']}" for c in r["gold"]}
+        chosen = set(r["selected"])
+        for fold in (r["fold"], "all folds"):
+            c = counts.setdefault(fold, {}).setdefault(r["variant"], [0, 0, 0])
+            c[0], c[1], c[2] = c[0] + len(chosen & gold), c[1] + len(chosen), c[2] + len(gold)
+    return {
+        fold: {
+            v: {
+                "precision": hits / chosen if chosen else 0.0,
+                "recall": hits / gold if gold else 0.0,
+                "selected": chosen,
+                "gold": gold,
+            }
+            for v, (hits, chosen, gold) in sorted(by.items(), key=lambda kv: VARIANTS.index(kv[0]))
+        }
+        for fold, by in sorted(counts.items(), key=lambda kv: (kv[0] == "all folds", kv[0]))
+    }
+
+
+def value_by_wording(records: list[Record]) -> dict[str, dict[str, Any]]:
+    """variant -> value F1 with a CI, apart for gold values written verbatim in their note and
+    for paraphrased ones (``eval.metrics.by_wording``), pooled over notes of every fold."""
+    per: dict[str, dict[str, list[float]]] = {}
+    for r in records:
+        if r["op"] != "extract" or "gold_verbatim" not in r:
+            continue
+        for side, f1 in by_wording(r["gold"], r["parsed"], r["gold_verbatim"]).items():
+            per.setdefault(r["variant"], {}).setdefault(side, []).append(f1)
+    return {
+        v: {side: bootstrap_ci(per[v].get(side, [])) for side in ("verbatim", "paraphrased")}
+        for v in sorted(per, key=VARIANTS.index)
+    }
 
 
 def parse_failures(records: list[Record]) -> dict[str, dict[str, dict[str, int]]]:
@@ -336,6 +382,40 @@ def _test_row(name: str, t: dict[str, Any]) -> str:
     return f"| {name} | {m['only_first']} | {m['only_second']} | {m['p']:.3g} | {diff} | {p} |"
 
 
+def selection_lines(summary: dict[str, Any]) -> list[str]:
+    """Stage 1 per fold and selection method, and value F1 by how the gold value is worded."""
+    lines = []
+    if summary.get("selection"):
+        lines += [
+            "",
+            "## Selection (stage 1)",
+            "",
+            "The `entity.slot` pairs each variant selected, against the pairs the gold names, pooled "
+            "over the fold's notes (direct: the pairs its claims name).",
+            "",
+            "| Fold | Variant | precision | recall | selected | gold |",
+            "| --- | --- | ---: | ---: | ---: | ---: |",
+        ]
+        for fold, by in summary["selection"].items():
+            for v, c in by.items():
+                name = f"**{fold}**" if fold == "all folds" else fold
+                shares = f"{c['precision']:.2f} | {c['recall']:.2f}"
+                lines.append(f"| {name} | {v} | {shares} | {c['selected']} | {c['gold']} |")
+    if summary.get("value_by_wording"):
+        lines += [
+            "",
+            "Value F1 apart for gold values written verbatim in their note and for paraphrased ones "
+            "(each side's gold claims against the predictions of their scope; notes with such gold):",
+            "",
+            "| Variant | verbatim | paraphrased |",
+            "| --- | --- | --- |",
+        ]
+        for v, sides in summary["value_by_wording"].items():
+            cells = [f"{cell(sides[k])} (n = {sides[k]['n']})" for k in ("verbatim", "paraphrased")]
+            lines.append(f"| {v} | {' | '.join(cells)} |")
+    return lines
+
+
 def extraction_sections(summary: dict[str, Any]) -> list[str]:
     """The three extraction variants side by side, their paired tests, where extraction fails
     per fold, and a few notes with gold and predictions."""
@@ -344,7 +424,9 @@ def extraction_sections(summary: dict[str, Any]) -> list[str]:
     lines += [
         "`direct` asks for every claim at once; `two-stage` selects the pairs, then fills each, under "
         "grammars, on the extract adapter trained on direct prompts only (the paper's decoder); "
-        "`two-stage-trained` makes the same calls on an adapter trained with the stage examples too.",
+        "`two-stage-trained` makes the same calls on an adapter trained with the stage examples too; "
+        "`two-stage-scored` asks that adapter about each catalog pair on its own and keeps the pairs "
+        'whose "yes" reaches a threshold placed on validation notes.',
         "",
         "| Variant | Schema F1 | Value F1 | n |",
         "| --- | --- | --- | ---: |",
@@ -352,20 +434,23 @@ def extraction_sections(summary: dict[str, Any]) -> list[str]:
     for v in shown:
         s = summary["mean"][v]
         lines.append(f"| {v} | {cell(s['extract'])} | {cell(s['extract_value'])} | {s['extract']['n']} |")
-    if trained := summary["tests"].get("two_stage_trained"):
+    for mode in STAGED_MODES:
+        if not (tests := summary["tests"].get(mode.replace("-", "_"))):
+            continue
         lines += [
             "",
-            "Paired tests of two-stage-trained against the other two (exact McNemar on per-note exact "
-            "match; paired bootstrap on F1, trained − other):",
+            f"Paired tests of {mode} against the variants before it (exact McNemar on per-note exact "
+            f"match; paired bootstrap on F1, {mode} − other):",
             "",
-            "| Comparison | right only other | right only trained | McNemar p | trained − other [95% CI] "
+            f"| Comparison | right only other | right only {mode} | McNemar p | {mode} − other [95% CI] "
             "| bootstrap p |",
             "| --- | ---: | ---: | ---: | --- | ---: |",
         ]
-        for vs, by_metric in trained.items():
+        for vs, by_metric in tests.items():
             for metric, t in by_metric.items():
                 level = "schema" if metric == "extract" else "value"
                 lines.append(_test_row(f"{vs}, {level}", t))
+    lines += selection_lines(summary)
     lines += ["", "## Where extraction fails", ""]
     lines += [
         "Claims per class, per fold (`extraction_errors` in eval/metrics.py): gold claims are "

@@ -19,19 +19,23 @@ from pydantic import BaseModel, ValidationError
 from core.records import MAX_VALUE_CHARS, Catalog, ExtractedClaim, Note
 from memory.claims import Claim
 from memory.state import Entry
-from operators.backends import BASE, Backend, Completion, Messages, Request
-from operators.prompts import fill_messages, select_messages
+from operators.backends import BASE, Backend, Completion, Messages, Odds, Probe, Request
+from operators.prompts import SCORE_OPTIONS, fill_messages, score_messages, select_messages
 from operators.registry import COMPARE, EXTRACT, STAGES_ADAPTER, UPDATE, Operator
 from operators.schemas import MAX_PAIRS, Selection, fill_model, json_schema, note_branches, select_model
 
-ExtractMode = Literal["direct", "two-stage", "two-stage-trained"]
+ExtractMode = Literal["direct", "two-stage", "two-stage-trained", "two-stage-scored"]
 Sourced = tuple[Note, Catalog]
 """A note with the catalog it is read against."""
-EXTRACT_MODES: tuple[ExtractMode, ...] = ("direct", "two-stage", "two-stage-trained")
+EXTRACT_MODES: tuple[ExtractMode, ...] = ("direct", "two-stage", "two-stage-trained", "two-stage-scored")
 """``direct``: one call for every claim. ``two-stage``: select pairs, then fill each, under
 grammars, on the extract adapter (trained on direct prompts only: the grammar alone carries the
 procedure). ``two-stage-trained``: the same calls on the ``extract-stages`` adapter, trained on
-the stage prompts too."""
+the stage prompts too. ``two-stage-scored``: on the same adapter, stage 1 asks about each
+catalog pair on its own and keeps the pairs whose "yes" is at least ``threshold`` likely;
+stage 2 fills them as ``two-stage-trained`` does."""
+STAGED_MODES: tuple[ExtractMode, ...] = ("two-stage-trained", "two-stage-scored")
+"""The modes that run on the ``extract-stages`` adapter."""
 
 
 def _round_up(n: int, step: int = 64) -> int:
@@ -73,6 +77,10 @@ class Extraction:
 
     claims: list[ExtractedClaim]
     calls: list[Outcome]
+    selected: list[str] = field(default_factory=list)
+    """The ``entity.slot`` pairs stage 1 chose (direct: the pairs the claims name)."""
+    scores: dict[str, float] = field(default_factory=dict)
+    """A scoring selection's probability of "yes" per catalog pair."""
 
     @property
     def error(self) -> str | None:
@@ -118,9 +126,14 @@ class LearnedOperators:
     backend: Backend
     constrained: bool = True
     adapters: bool = True
+    threshold: float = 0.5
+    """A scoring selection keeps a pair whose "yes" is at least this likely: chosen on
+    validation data (``eval.calibration``), never on the held-out fold."""
     calls: Counter[str] = field(default_factory=Counter)
     """Operator calls per step, answered by the model or from ``answers``."""
     answers: dict[str, Completion] = field(default_factory=dict)
+    readings: dict[str, Odds] = field(default_factory=dict)
+    """The same for probes: a probe reads one forward pass, which is deterministic too."""
 
     def _schema(self, model: type[BaseModel]) -> dict[str, Any] | None:
         return json_schema(model) if self.constrained else None
@@ -161,8 +174,60 @@ class LearnedOperators:
     def extract(self, notes: Sequence[Sourced], mode: ExtractMode = "direct") -> list[Extraction]:
         if mode == "direct":
             outcomes = self._run(EXTRACT, EXTRACT.name, [EXTRACT.messages(n, c) for n, c in notes])
-            return [Extraction(list(o.output.claims) if o.output else [], [o]) for o in outcomes]
-        return self._two_stage(notes, STAGES_ADAPTER if mode == "two-stage-trained" else EXTRACT.name)
+            out = []
+            for o in outcomes:
+                claims = list(o.output.claims) if o.output else []
+                named = list(dict.fromkeys(c.pair for c in claims))
+                out.append(Extraction(claims, [o], named))
+            return out
+        adapter = STAGES_ADAPTER if mode in STAGED_MODES else EXTRACT.name
+        if mode == "two-stage-scored":
+            return self._fill_selected(notes, self.score_pairs(notes, adapter), adapter)
+        selections = []
+        for sel in self.select(notes, adapter):
+            pairs = list(sel.output.pairs) if isinstance(sel.output, Selection) else []
+            selections.append(Extraction([], [sel], pairs))
+        return self._fill_selected(notes, selections, adapter)
+
+    def probe(self, step: str, asks: list[tuple[str, Messages]]) -> list[Odds]:
+        """``SCORE_OPTIONS`` read after each prompt, from ``readings`` where asked before."""
+        probes = [Probe(a if self.adapters else BASE, m, SCORE_OPTIONS) for a, m in asks]
+        keys = [json.dumps(astuple(p), sort_keys=True) for p in probes]
+        new = {k: p for k, p in zip(keys, probes, strict=True) if k not in self.readings}
+        if new:
+            self.readings.update(zip(new, self.backend.probe(list(new.values())), strict=True))
+        self.calls[step] += len(asks)
+        return [self.readings[k] for k in keys]
+
+    def score_pairs(self, notes: Sequence[Sourced], adapter: str = STAGES_ADAPTER) -> list[Extraction]:
+        """Stage 1 by scoring: every catalog pair asked on its own, its "yes" read as a
+        probability (``scores``); the pairs at ``threshold`` or above are selected, most likely
+        first, at most ``MAX_PAIRS``. Each probe is one call, whose answer is the option the
+        threshold gives it: a backend that reads other probabilities shows in parity only when
+        a decision moves."""
+        asks, owners = [], []
+        for i, (note, catalog) in enumerate(notes):
+            for pair in catalog.pairs():
+                asks.append((adapter, score_messages(note, catalog, pair)))
+                owners.append((i, pair))
+        out = [Extraction([], []) for _ in notes]
+        yes, no = SCORE_OPTIONS
+        for (i, pair), (_, messages), odds in zip(owners, asks, self.probe("score", asks), strict=True):
+            if odds.refused:
+                error = f"refused by the backend: {odds.refused}"
+                out[i].calls.append(Outcome("score", messages, "", None, error, odds.latency_s, 0))
+                continue
+            kept = odds.probs[0] >= self.threshold
+            out[i].scores[pair] = odds.probs[0]
+            out[i].calls.append(
+                Outcome("score", messages, yes if kept else no, None, None, odds.latency_s, 0)
+            )
+        for extraction in out:
+            ranked = sorted(extraction.scores, key=lambda pair: -extraction.scores[pair])
+            extraction.selected.extend(
+                [p for p in ranked if extraction.scores[p] >= self.threshold][:MAX_PAIRS]
+            )
+        return out
 
     def select(self, notes: Sequence[Sourced], adapter: str = "extract") -> list[Outcome]:
         """Stage 1: the supported pairs, from an enum of the catalog's ``entity.slot`` strings."""
@@ -183,16 +248,17 @@ class LearnedOperators:
             asks.append((adapter, prompt, model, self._schema(model), fill_budget(pair, branches)))
         return self._ask("fill", asks)
 
-    def _two_stage(self, notes: Sequence[Sourced], adapter: str) -> list[Extraction]:
-        selects = self.select(notes, adapter)
+    def _fill_selected(
+        self, notes: Sequence[Sourced], selections: list[Extraction], adapter: str
+    ) -> list[Extraction]:
+        """Stage 2 on each note's ``selected`` pairs; the fills join the selection's calls."""
         items, owners = [], []
-        for i, ((note, catalog), sel) in enumerate(zip(notes, selects, strict=True)):
-            for pair in sel.output.pairs if isinstance(sel.output, Selection) else []:
+        for i, ((note, catalog), sel) in enumerate(zip(notes, selections, strict=True)):
+            for pair in sel.selected:
                 items.append((note, catalog, pair))
                 owners.append(i)
-        out = [Extraction([], [sel]) for sel in selects]
         for i, fill in zip(owners, self.fill(items, adapter), strict=True):
-            out[i].calls.append(fill)
+            selections[i].calls.append(fill)
             if isinstance(fill.output, ExtractedClaim):  # a Fill is an ExtractedClaim with enums
-                out[i].claims.append(fill.output)
-        return out
+                selections[i].claims.append(fill.output)
+        return selections

@@ -8,6 +8,8 @@ operator's job.
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel
 
 from core.records import Catalog, Note
@@ -66,18 +68,45 @@ def fill_task(pair: str) -> str:
     return f"Step 2 of 2: give the claim this note makes about {pair}. Answer with JSON only."
 
 
+def score_task(pair: str) -> str:
+    return f"Step 1 of 2: does this note state the value of {pair}? Answer yes or no."
+
+
+SCORE_OPTIONS: tuple[str, str] = ("yes", "no")
+"""The answers of a scoring question; selection reads the probability of the first."""
+
+
+def with_task(messages: Messages, task: str) -> Messages:
+    """An extract prompt turned into one step of the two-stage extractor: the task is the last
+    paragraph of the user message, so every step of one note shares the prompt up to it (and a
+    server's prefix cache holds the catalog and the note once)."""
+    return [*messages[:-1], {"role": "user", "content": f"{messages[-1]['content']}\n\n{task}"}]
+
+
 def select_messages(note: Note, catalog: Catalog) -> Messages:
     """Stage 1 of the two-stage extractor: the extract prompt, asking only for the pairs."""
-    messages = extract_messages(note, catalog)
-    messages[-1] = {"role": "user", "content": f"{messages[-1]['content']}\n\n{SELECT_TASK}"}
-    return messages
+    return with_task(extract_messages(note, catalog), SELECT_TASK)
+
+
+def score_messages(note: Note, catalog: Catalog, pair: str) -> Messages:
+    """Stage 1 by scoring: the extract prompt, asking whether the note states one pair's value."""
+    return with_task(extract_messages(note, catalog), score_task(pair))
 
 
 def fill_messages(note: Note, catalog: Catalog, pair: str) -> Messages:
     """Stage 2 of the two-stage extractor: the extract prompt, asking for one pair's claim."""
-    messages = extract_messages(note, catalog)
-    messages[-1] = {"role": "user", "content": f"{messages[-1]['content']}\n\n{fill_task(pair)}"}
-    return messages
+    return with_task(extract_messages(note, catalog), fill_task(pair))
+
+
+CATALOG_LINE = re.compile(r"^- ([^:\s]+\.[^:\s]+): ", re.MULTILINE)
+
+
+def catalog_pairs(messages: Messages) -> list[str]:
+    """The ``entity.slot`` pairs an extract prompt's catalog lists (``catalog_block`` read back):
+    what a scoring selection asks about when all it holds is a dataset's prompt."""
+    user = messages[-1]["content"]
+    block = user[: user.index("\n\nNote:\n")]
+    return CATALOG_LINE.findall(block)
 
 
 def claim_block(claim: Claim) -> str:

@@ -111,7 +111,7 @@ def stage_answers(
     """
     first: dict[str, ExtractedClaim] = {}
     for claim in claims:
-        first.setdefault(f"{claim.entity}.{claim.slot}", claim)
+        first.setdefault(claim.pair, claim)
     pairs = list(first)[:MAX_PAIRS]
     selection = select_model(tuple(catalog.pairs()))(pairs=pairs)
     branches = note_branches(note)

@@ -117,6 +117,8 @@ def main() -> None:
         "stages": {k: round(v, 1) for k, v in stages.items()},
         "training": training,
         "pooled": summary["mean"],
+        "selection": summary["selection"].get("all folds", {}),
+        "value_by_wording": summary["value_by_wording"],
         "parity": parity,
     }
     (root / "heldout.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -141,6 +143,13 @@ def main() -> None:
             for m in ("compare", "update", "extract", "extract_value", "engine_state")
         ]
         print(f"  {variant:18s} " + "; ".join(cells))
+    print("\nselection (stage 1), pooled pairs: precision / recall")
+    for variant, c in result["selection"].items():
+        counts = f"{c['selected']} selected, {c['gold']} gold"
+        print(f"  {variant:18s} {c['precision']:.2f} / {c['recall']:.2f} ({counts})")
+    print("\nvalue F1 by the gold value's wording: verbatim in the note / paraphrased")
+    for variant, sides in result["value_by_wording"].items():
+        print(f"  {variant:18s} {cell(sides['verbatim'])} / {cell(sides['paraphrased'])}")
     print("\nparity hf vs vllm (identical raw text; replays: identical final values and answers):")
     for name, row in parity.items():
         print(f"  {name:20s} {row['identical']:4d}/{row['samples']:<4d} {row['share']:.1%}")

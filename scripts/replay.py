@@ -33,7 +33,9 @@ def main(raw: DictConfig) -> None:
             adapters = cfg.adapters or adapters_path(cfg.adapters_dir, cfg.model.name, cfg.trajectory)
             log = Path("outputs") / "logs" / f"serve-{cfg.trajectory}.log"
             with open_backend(cfg.backend, cfg.model, adapters, [episode], log) as backend:
-                result = replay(episode, cfg.engine, LearnedOperators(backend), cfg.extract)
+                result = replay(
+                    episode, cfg.engine, LearnedOperators(backend, threshold=cfg.threshold), cfg.extract
+                )
     except (DataError, BackendError) as exc:
         print(exc, file=sys.stderr)
         sys.exit(1)

@@ -36,6 +36,29 @@ class Completion:
     refused: str | None = None
     """Why the backend refused this one request (vLLM's HTTP 400, or the hf backend's own check:
     a prompt longer than the model's context): the sample fails with it and the run goes on."""
+    top_logprobs: dict[str, float] | None = None
+    """The most likely tokens at the first position and their log-probabilities, when a probe
+    asked the server for them."""
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A question whose answer is one of a few ``options``: its answer is read, not generated."""
+
+    adapter: str
+    messages: Messages
+    options: tuple[str, ...]
+    """The answers to weigh; each is scored by its first token after the generation prompt, so
+    their first tokens must differ."""
+
+
+@dataclass(frozen=True)
+class Odds:
+    probs: tuple[float, ...]
+    """One per option: its first token's probability, renormalized over the options."""
+    latency_s: float
+    """As ``Completion.latency_s``."""
+    refused: str | None = None
 
 
 class BackendError(RuntimeError):
@@ -44,3 +67,8 @@ class BackendError(RuntimeError):
 
 class Backend(Protocol):
     def complete(self, requests: Sequence[Request]) -> list[Completion]: ...
+
+    def probe(self, probes: Sequence[Probe]) -> list[Odds]:
+        """The options' probabilities at the answer's first token, from one forward pass each
+        (no decoding): how a selection scores every catalog pair."""
+        ...

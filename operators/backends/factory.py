@@ -6,20 +6,23 @@ Entry scripts share this so a replay and a LOO fold get their operators the same
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 from core.layout import adapter_finished
 from core.models import ModelConfig
 from core.sessions import Episode
-from operators.backends import Backend, BackendError, Completion, Request
+from operators.backends import Backend, BackendError, Completion, Odds, Probe, Request
 from operators.backends.serve import ServeConfig, ServerFailed, VLLMServer
 from operators.backends.vllm import VLLMBackend
 from operators.registry import OPS, adapters
 
 BACKENDS = ("hf", "vllm", "symbolic")
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass
@@ -61,8 +64,14 @@ class ServedBackend:
     server: VLLMServer | None = None
 
     def complete(self, requests: Sequence[Request]) -> list[Completion]:
+        return self._calling(self.client.complete, requests)
+
+    def probe(self, probes: Sequence[Probe]) -> list[Odds]:
+        return self._calling(self.client.probe, probes)
+
+    def _calling(self, call: Callable[[Sequence[T]], list[R]], items: Sequence[T]) -> list[R]:
         try:
-            return self.client.complete(requests)
+            return call(items)
         except BackendError as e:
             gone = self.server.died() if self.server else None
             if gone:

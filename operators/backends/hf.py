@@ -11,6 +11,7 @@ completion.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -20,7 +21,7 @@ from typing import Any
 
 from core.determinism import deterministic_cpu
 from operators.adapters import check_adapter
-from operators.backends import BASE, BackendError, Completion, Messages, Request
+from operators.backends import BASE, BackendError, Completion, Messages, Odds, Probe, Request
 
 IM_END = "<|im_end|>"
 PREFIX = "op_"
@@ -49,6 +50,91 @@ class SchemaCompiler:
 def prompt_text(tokenizer: Any, messages: Messages) -> str:
     """The exact string the model is conditioned on; training renders the same string."""
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    return next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
+TAIL = 64
+"""The most tokens a row may keep of its own and still join a group (``shared_prefixes``)."""
+
+
+def shared_prefixes(rows: list[list[int]]) -> list[tuple[int, list[int]]]:
+    """Rows grouped by a common token prefix: (prefix length, row indices) per group.
+
+    The probes of one note differ only in their last paragraph, so sorted by tokens they sit
+    together. A row joins the group before it when all but its last ``TAIL`` tokens are the
+    group's; probes of two notes that share only the catalog start groups of their own. The
+    prefix stops one token short of the shortest row, so every row keeps a token to read the
+    answer after.
+    """
+    order = sorted(range(len(rows)), key=lambda i: rows[i])
+    groups: list[tuple[int, list[int]]] = []
+    for i in order:
+        if groups:
+            shared, members = groups[-1]
+            common = common_prefix(rows[members[0]][:shared], rows[i])
+            if common >= len(rows[i]) - TAIL and (len(members) > 1 or common >= shared - TAIL):
+                groups[-1] = (common, [*members, i])
+                continue
+        groups.append((len(rows[i]), [i]))
+    return [(min(shared, *(len(rows[i]) - 1 for i in members)), members) for shared, members in groups]
+
+
+def option_tokens(tokenizer: Any, prompt: str, options: Sequence[str]) -> list[int]:
+    """Each option's first token as it follows ``prompt`` (tokenized in context, not alone)."""
+    base = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    firsts = []
+    for option in options:
+        ids = tokenizer(prompt + option, add_special_tokens=False)["input_ids"]
+        if ids[: len(base)] != base or len(ids) == len(base):
+            raise BackendError(f"the option {option!r} does not start a new token after the prompt")
+        firsts.append(ids[len(base)])
+    if len(set(firsts)) != len(firsts):
+        raise BackendError(
+            f"the options {list(options)} share their first token: a probe cannot tell them apart"
+        )
+    return firsts
+
+
+def read_options(model: Any, rows: list[list[int]], options: list[int], batch: int) -> list[list[float]]:
+    """The options' probabilities after each row of token ids, renormalized over the options.
+
+    Rows that share a prefix (``shared_prefixes``) run it once: its key/value cache is copied
+    for each batch of their remainders, which are right-padded so positions stay contiguous.
+    """
+    import torch
+
+    out: list[list[float]] = [[] for _ in rows]
+    pick = torch.tensor(options)
+    with torch.inference_mode():
+        for shared, members in shared_prefixes(rows):
+            prefix = torch.tensor([rows[members[0]][:shared]], device=model.device)
+            cache = model(input_ids=prefix, use_cache=True).past_key_values
+            for start in range(0, len(members), batch):
+                chunk = members[start : start + batch]
+                tails = [rows[i][shared:] for i in chunk]
+                width = max(map(len, tails))
+                ids = torch.zeros(len(chunk), width, dtype=torch.long)
+                mask = torch.zeros(len(chunk), shared + width, dtype=torch.long)
+                mask[:, :shared] = 1
+                for r, tail in enumerate(tails):
+                    ids[r, : len(tail)] = torch.tensor(tail)
+                    mask[r, shared : shared + len(tail)] = 1
+                past = copy.deepcopy(cache)
+                past.batch_repeat_interleave(len(chunk))
+                logits = model(
+                    input_ids=ids.to(model.device),
+                    attention_mask=mask.to(model.device),
+                    past_key_values=past,
+                    use_cache=True,
+                ).logits.float()
+                last = torch.tensor([len(t) - 1 for t in tails])
+                chosen = logits[torch.arange(len(chunk)), last].log_softmax(-1)[:, pick.to(logits.device)]
+                for i, row in zip(chunk, chosen.softmax(-1).tolist(), strict=True):
+                    out[i] = row
+    return out
 
 
 def generate(
@@ -144,8 +230,7 @@ class HFBackend:
         out: list[Completion | None] = [None] * len(requests)
         groups: dict[tuple[str, bool, int], list[int]] = {}
         for i, r in enumerate(requests):
-            if self.adapters and r.adapter not in (*self.adapters, BASE):
-                raise BackendError(f"no adapter named {r.adapter!r}; loaded: {', '.join(self.adapters)}")
+            self._check(r.adapter)
             if reason := self.too_long(r):
                 out[i] = Completion("", 0.0, 0, refused=reason)
                 continue
@@ -154,6 +239,36 @@ class HFBackend:
             with self._running(adapter):
                 self._generate(requests, idx, max_tokens, out)
         return [c for c in out if c is not None]
+
+    def probe(self, probes: Sequence[Probe]) -> list[Odds]:
+        out: list[Odds | None] = [None] * len(probes)
+        groups: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+        positions = self.model.config.max_position_embeddings
+        for i, p in enumerate(probes):
+            self._check(p.adapter)
+            groups.setdefault((p.adapter, p.options), []).append(i)
+        for (adapter, options), idx in groups.items():
+            texts = [prompt_text(self.tokenizer, probes[i].messages) for i in idx]
+            rows = [self.tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+            fits = [k for k, row in enumerate(rows) if len(row) + 1 <= positions]
+            for k in set(range(len(idx))) - set(fits):
+                n = len(rows[k])
+                said = f"the prompt's {n} tokens and 1 to read exceed the model's {positions} positions"
+                out[idx[k]] = Odds((), 0.0, refused=said)
+            if not fits:
+                continue
+            firsts = option_tokens(self.tokenizer, texts[fits[0]], options)
+            began = time.perf_counter()
+            with self._running(adapter):
+                probs = read_options(self.model, [rows[k] for k in fits], firsts, self.batch_size)
+            share = (time.perf_counter() - began) / len(fits)
+            for k, row in zip(fits, probs, strict=True):
+                out[idx[k]] = Odds(tuple(row), share)
+        return [o for o in out if o is not None]
+
+    def _check(self, adapter: str) -> None:
+        if self.adapters and adapter not in (*self.adapters, BASE):
+            raise BackendError(f"no adapter named {adapter!r}; loaded: {', '.join(self.adapters)}")
 
     def _running(self, adapter: str) -> contextlib.AbstractContextManager[object]:
         """The adapter named, or none at all for ``BASE`` (peft's disable_adapter)."""

@@ -9,11 +9,13 @@ from collections.abc import Sequence
 
 from core.records import Catalog, Note
 from core.sessions import Episode
-from operators.backends import BackendError, Completion, Messages, Request
+from operators.backends import BackendError, Completion, Messages, Odds, Probe, Request
 from operators.prompts import (
+    SCORE_OPTIONS,
     compare_messages,
     extract_messages,
     fill_messages,
+    score_messages,
     select_messages,
     update_messages,
 )
@@ -38,9 +40,13 @@ class SymbolicBackend:
         self._answers[prompt_key(messages)] = answer
 
     def remember_extraction(self, note: Note, catalog: Catalog, gold: ExtractOutput) -> None:
-        """Register the two-stage prompts of a note: the gold pairs, then each pair's claim."""
+        """Register the two-stage prompts of a note: the gold pairs (listed, and scored pair by
+        pair), then each pair's claim."""
         selection, fills = stage_answers(note, catalog, gold.claims)
         self.remember(select_messages(note, catalog), selection.model_dump_json())
+        yes, no = SCORE_OPTIONS
+        for pair in catalog.pairs():
+            self.remember(score_messages(note, catalog, pair), yes if pair in selection.pairs else no)
         for pair, claim in zip(selection.pairs, fills, strict=True):
             self.remember(fill_messages(note, catalog, pair), claim.model_dump_json())
 
@@ -63,12 +69,25 @@ class SymbolicBackend:
                 backend.remember(compare_messages(entry.current.as_claim(), claim), answer)
         return backend
 
+    def _answer(self, adapter: str, messages: Messages) -> str:
+        text = self._answers.get(prompt_key(messages))
+        if text is None:
+            raise BackendError(f"symbolic backend: no answer registered for this {adapter} prompt")
+        return text
+
     def complete(self, requests: Sequence[Request]) -> list[Completion]:
         out = []
         for r in requests:
             began = time.perf_counter()
-            text = self._answers.get(prompt_key(r.messages))
-            if text is None:
-                raise BackendError(f"symbolic backend: no answer registered for this {r.adapter} prompt")
+            text = self._answer(r.adapter, r.messages)
             out.append(Completion(text, time.perf_counter() - began, 0))
+        return out
+
+    def probe(self, probes: Sequence[Probe]) -> list[Odds]:
+        """Certainty: the registered answer's option gets probability 1."""
+        out = []
+        for p in probes:
+            began = time.perf_counter()
+            text = self._answer(p.adapter, p.messages)
+            out.append(Odds(tuple(float(o == text) for o in p.options), time.perf_counter() - began))
         return out

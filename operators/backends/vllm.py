@@ -13,12 +13,13 @@ any other refusal (401, 404: a wrong key, an adapter not served) stops the run.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from operators.backends import BASE, BackendError, Completion, Request
+from operators.backends import BASE, BackendError, Completion, Odds, Probe, Request
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -40,7 +41,27 @@ class VLLMBackend:
     def complete(self, requests: Sequence[Request]) -> list[Completion]:
         return asyncio.run(self._all(requests))
 
-    async def _all(self, requests: Sequence[Request]) -> list[Completion]:
+    def probe(self, probes: Sequence[Probe]) -> list[Odds]:
+        """One token per probe, with the top ``TOP_LOGPROBS`` of the model's raw distribution at
+        that position (vLLM's default ``logprobs_mode``, as the hf backend reads them)."""
+        readings = [Request(p.adapter, p.messages, None, 1) for p in probes]
+        answers = asyncio.run(self._all(readings, TOP_LOGPROBS))
+        return [self._odds(p, c) for p, c in zip(probes, answers, strict=True)]
+
+    @staticmethod
+    def _odds(probe: Probe, completion: Completion) -> Odds:
+        if completion.refused:
+            return Odds((), completion.latency_s, refused=completion.refused)
+        top = completion.top_logprobs or {}
+        if not top:
+            raise BackendError("the server returned no logprobs for a probe")
+        floor = min(top.values())
+        found = [_option_logprob(option, top, floor) for option in probe.options]
+        peak = max(found)
+        weights = [math.exp(x - peak) for x in found]
+        return Odds(tuple(w / sum(weights) for w in weights), completion.latency_s)
+
+    async def _all(self, requests: Sequence[Request], top_logprobs: int = 0) -> list[Completion]:
         from openai import AsyncOpenAI
 
         # Retries are ours (transport errors only), so the client's own are off.
@@ -51,7 +72,7 @@ class VLLMBackend:
         async with client:
             if self.base_model is None and any(r.adapter == BASE for r in requests):
                 self.base_model = await self._base(client)
-            return list(await asyncio.gather(*(self._one(client, gate, r) for r in requests)))
+            return list(await asyncio.gather(*(self._one(client, gate, r, top_logprobs) for r in requests)))
 
     async def _base(self, client: AsyncOpenAI) -> str:
         listed = [m.model_dump() async for m in client.models.list()]
@@ -62,10 +83,13 @@ class VLLMBackend:
             )
         return bases[0]
 
-    async def _one(self, client: AsyncOpenAI, gate: asyncio.Semaphore, request: Request) -> Completion:
+    async def _one(
+        self, client: AsyncOpenAI, gate: asyncio.Semaphore, request: Request, top_logprobs: int = 0
+    ) -> Completion:
         import openai
 
         extra = {"structured_outputs": {"json": request.json_schema}} if request.json_schema else None
+        reading = {"logprobs": True, "top_logprobs": top_logprobs} if top_logprobs else {}
         for attempt in range(self.retries + 1):
             async with gate:
                 began = time.perf_counter()
@@ -76,6 +100,7 @@ class VLLMBackend:
                         max_tokens=request.max_tokens,
                         temperature=0,
                         extra_body=extra,
+                        **reading,
                     )
                 except (openai.APIConnectionError, openai.InternalServerError, openai.RateLimitError) as e:
                     failure: Exception = e
@@ -108,4 +133,20 @@ class VLLMBackend:
             ) from e
         usage = getattr(response, "usage", None)
         tokens = usage.completion_tokens if usage else 0
-        return Completion(text=text, latency_s=seconds, completion_tokens=tokens)
+        logprobs = getattr(response.choices[0], "logprobs", None)
+        top = None
+        if logprobs is not None and logprobs.content:
+            top = {t.token: t.logprob for t in logprobs.content[0].top_logprobs}
+        return Completion(text=text, latency_s=seconds, completion_tokens=tokens, top_logprobs=top)
+
+
+TOP_LOGPROBS = 20
+"""The alternatives a probe reads at its token: vLLM's default ``--max-logprobs``."""
+
+
+def _option_logprob(option: str, top: dict[str, float], floor: float) -> float:
+    """An option's first-token log-probability among the server's top alternatives: the token
+    that spells the option, else the longest one that begins it. An option outside the top
+    gets the lowest listed value, an upper bound on its own: it then weighs no more than it can."""
+    starts = [t for t in top if t and option.startswith(t)]
+    return top[max(starts, key=len)] if starts else floor

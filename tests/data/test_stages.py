@@ -13,8 +13,8 @@ from core.sessions import Episode
 from data.build import LeakageError, Pool, build_folds, build_pool, mix_stages
 from data.replay import load_trajectory
 from data.scenarios.generate import scenarios
-from operators.backends import Completion, Request
-from operators.examples import extract_examples, stage_examples
+from operators.backends import Completion, Odds, Probe, Request
+from operators.examples import NEGATIVES_PER_NOTE, extract_examples, stage_examples
 from operators.learned import LearnedOperators
 from operators.registry import STAGES_ADAPTER
 from tests.conftest import shipped
@@ -28,40 +28,71 @@ def episodes(export_dir: Path) -> list[Episode]:
 
 class Recorder:
     """Test double for a model: it answers a prompt only if a stage example holds that exact
-    prompt (with the example's completion) and records every request it is sent."""
+    prompt (with the example's completion) and records every request it is sent. A probe whose
+    prompt no example holds is answered "no": the examples say "yes" for every stated pair."""
 
     def __init__(self, examples: list[dict]) -> None:
         self.answers = {json.dumps(e["prompt"]): e["completion"][0]["content"] for e in examples}
         self.requests: list[Request] = []
+        self.probes: list[Probe] = []
 
     def complete(self, requests: list[Request]) -> list[Completion]:
         self.requests += requests
         return [Completion(self.answers[json.dumps(r.messages)], 0.0, 0) for r in requests]
 
+    def probe(self, probes: list[Probe]) -> list[Odds]:
+        self.probes += probes
+        said = [self.answers.get(json.dumps(p.messages), "no") for p in probes]
+        return [Odds(tuple(float(o == a) for o in p.options), 0.0) for p, a in zip(probes, said, strict=True)]
 
-def test_stage_examples_are_the_prompts_inference_sends(episodes: list[Episode]) -> None:
+
+def _stage(example: dict) -> str:
+    return json.loads(example["inputs"])["stage"]
+
+
+@pytest.mark.parametrize("mode", ["two-stage-trained", "two-stage-scored"])
+def test_stage_examples_are_the_prompts_inference_sends(episodes: list[Episode], mode: str) -> None:
     for episode in episodes:
-        examples = stage_examples(episode)
+        examples = stage_examples(episode, random.Random(0))
         recorder = Recorder(examples)
         notes = [(s.note(), episode.catalog) for s in episode.sessions]
-        extractions = LearnedOperators(recorder).extract(notes, "two-stage-trained")
-        # string equality: every example's prompt was sent once, and nothing else was
-        assert sorted(json.dumps(r.messages) for r in recorder.requests) == sorted(recorder.answers)
-        assert {r.adapter for r in recorder.requests} == {STAGES_ADAPTER}
+        extractions = LearnedOperators(recorder).extract(notes, mode)
+        generated = sorted(json.dumps(r.messages) for r in recorder.requests)
+        probed = {json.dumps(p.messages) for p in recorder.probes}
+        # string equality: every example's prompt of the mode's stages was sent, and nothing else
+        first = "select" if mode == "two-stage-trained" else "score"
+        wanted = {json.dumps(e["prompt"]) for e in examples if _stage(e) in (first, "fill")}
+        if mode == "two-stage-trained":
+            assert generated == sorted(wanted) and not probed
+        else:  # every catalog pair is asked; the examples hold the stated ones and a few others
+            scored = {json.dumps(e["prompt"]) for e in examples if _stage(e) == "score"}
+            assert scored <= probed and len(probed) == len(notes) * len(episode.catalog.pairs())
+            assert generated == sorted(wanted - scored)
+        assert {r.adapter for r in [*recorder.requests, *recorder.probes]} == {STAGES_ADAPTER}
         for session, extraction in zip(episode.sessions, extractions, strict=True):
             assert extraction.error is None
             got = [c.model_dump() for c in extraction.claims]
-            assert got == [c.model_dump() for c in session.claims]  # no note here claims a pair twice
+            want = [c.model_dump() for c in session.claims]  # no note here claims a pair twice
+            # a scoring selection ranks by probability: certain pairs tie and keep catalog order
+            assert (
+                sorted(got, key=str) == sorted(want, key=str) if mode == "two-stage-scored" else got == want
+            )
 
 
 def test_the_stage2_completion_is_the_gold_claim_of_its_pair(episodes: list[Episode]) -> None:
     for episode in episodes:
         sessions = {s.id: s for s in episode.sessions}
         fills = 0
-        for example in stage_examples(episode):
+        scored: dict[str, list[tuple[str, str]]] = {}
+        for example in stage_examples(episode, random.Random(0)):
             inputs = json.loads(example["inputs"])
-            answer = json.loads(example["completion"][0]["content"])
             gold = sessions[inputs["session"]].claims
+            if inputs["stage"] == "score":
+                scored.setdefault(inputs["session"], []).append(
+                    (inputs["pair"], example["completion"][0]["content"])
+                )
+                continue
+            answer = json.loads(example["completion"][0]["content"])
             if inputs["stage"] == "select":
                 assert answer == {"pairs": list(dict.fromkeys(f"{c.entity}.{c.slot}" for c in gold))}
                 continue
@@ -69,11 +100,17 @@ def test_the_stage2_completion_is_the_gold_claim_of_its_pair(episodes: list[Epis
             (claim,) = [c for c in gold if f"{c.entity}.{c.slot}" == inputs["pair"]]
             assert answer == claim.model_dump(mode="json")
         assert fills == sum(len(s.claims) for s in episode.sessions)
+        for session in episode.sessions:  # yes for each stated pair, no for a few others
+            stated = {f"{c.entity}.{c.slot}" for c in session.claims}
+            asked = scored[session.id]
+            assert {p for p, a in asked if a == "yes"} == stated
+            assert sum(a == "no" for _, a in asked) == NEGATIVES_PER_NOTE
+            assert not stated & {p for p, a in asked if a == "no"}
 
 
 def test_the_mixing_ratio_keeps_that_many_stage_examples_per_direct_one(episodes: list[Episode]) -> None:
     episode = episodes[0]
-    direct, stages = extract_examples(episode), stage_examples(episode)
+    direct, stages = extract_examples(episode), stage_examples(episode, random.Random(0))
     assert mix_stages(direct, stages, None, random.Random(0)) == direct + stages
     half = mix_stages(direct, stages, 0.5, random.Random(0))
     assert half[: len(direct)] == direct and len(half) == len(direct) + round(0.5 * len(direct))
@@ -87,7 +124,7 @@ def test_the_leakage_check_covers_stage_examples(episodes: list[Episode], tmp_pa
     """A held-out note reaching training only through a stage prompt is caught."""
     held_out, synthetic = episodes[0], episodes[1:]
     pool: Pool = build_pool([*synthetic, held_out], seed=0, compare_per_label=1, progress=False, stages=True)
-    leaked = next(ex for ex in stage_examples(held_out) if "/fill-" in ex["id"])
+    leaked = next(ex for ex in stage_examples(held_out, random.Random(0)) if "/fill-" in ex["id"])
     # stripped of the ids that name its source, so that only the note's text can give it away
     disguised = {**leaked, "group": synthetic[0].id, "sessions": [], "commits": []}
     pool.by_episode[synthetic[0].id][STAGES_ADAPTER].append(disguised)
@@ -114,13 +151,14 @@ def test_stages_off_leaves_every_dataset_byte_identical(tmp_path: Path, export_d
     rows = [json.loads(json.loads(r)["inputs"]) for r in train + validation]  # ``all``: every source
     assert sum(r.get("stage") == "fill" for r in rows) == stage["fill"]
     assert sum(r.get("stage") == "select" for r in rows) == stage["select"]
+    assert sum(r.get("stage") == "score" for r in rows) == stage["score"] > stage["select"]
 
 
 def test_a_request_asked_again_is_answered_without_the_model(episodes: list[Episode]) -> None:
     """The engine replay re-reads the notes its scoring already extracted; greedy decoding
     makes the first answer the answer, so the model is not asked twice."""
     episode = episodes[0]
-    recorder = Recorder(stage_examples(episode))
+    recorder = Recorder(stage_examples(episode, random.Random(0)))
     ops = LearnedOperators(recorder)
     notes = [(s.note(), episode.catalog) for s in episode.sessions]
     first = ops.extract(notes, "two-stage-trained")

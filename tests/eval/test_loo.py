@@ -18,7 +18,7 @@ from data.problems import DataError
 from eval.config import LooConfig
 from eval.loo import evaluate
 from eval.records import RecordsError, read_records
-from eval.report import ENGINE_ONLY, METRICS, VARIANTS
+from eval.report import ENGINE_ONLY, LEARNED, METRICS, VARIANTS
 from operators.registry import DECISIONS, OPS
 from tests.conftest import ROOT
 
@@ -69,12 +69,17 @@ def test_oracle_run_scores_perfectly_and_writes_everything(uninterrupted) -> Non
         ("extract", "direct"),
         ("extract", "two-stage"),
         ("extract", "two-stage-trained"),
+        ("extract", "two-stage-scored"),
         ("extract", "prompted"),
         ("extract", "symbolic"),
         *{(op, v) for op in DECISIONS for v in ("learned", "prompted", "symbolic")},
         *{(op, v) for op in ENGINE for v in VARIANTS},
     }
     assert all(r["error"] is None and r["prompt_hash"] for r in records if r["op"] in OPS)
+    # every selection method, the scoring one included, picks exactly the gold pairs
+    for variant, chosen in summary["selection"]["all folds"].items():
+        assert chosen["precision"] == chosen["recall"] == 1.0 and chosen["gold"] > 0, variant
+    assert set(summary["selection"]["all folds"]) == {*LEARNED, "prompted"}
     report = (run_dir / "report.md").read_text()
     assert "| Fold | Overall | " + " | ".join(op.capitalize() for op in OPS) + " |" in report
     assert "| patch-guardrails | 1.00 [1.00, 1.00]" in report
