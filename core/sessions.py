@@ -6,9 +6,9 @@ commit trajectory. Its sessions, replayed through the engine in order, define ev
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Iterator
+from functools import cached_property
 from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -105,6 +105,12 @@ class Episode(BaseModel):
     sessions: tuple[Session, ...] = Field(min_length=1)
     queries: tuple[Query, ...] = ()
 
+    @cached_property
+    def commit_of(self) -> dict[str, str]:
+        """Each session's commit by session id (a session without one is left out), built once:
+        every example names the commits of its sessions."""
+        return {s.id: s.commit for s in self.sessions if s.commit}
+
     def trace(self, memory: StateMemory | None = None) -> Iterator[GoldStep]:
         """The gold replay, one step per claim: every session's gold claims written in order into
         ``memory`` (a fresh engine by default). Every label is read off these steps: the update
@@ -112,8 +118,8 @@ class Episode(BaseModel):
         memory = StateMemory() if memory is None else memory
         for session in self.sessions:
             for claim in session.memory_claims():
-                before = copy.deepcopy(memory.entry(claim.key))
-                yield GoldStep(session, claim, before, memory.apply(claim))
+                entry = memory.entry(claim.key)
+                yield GoldStep(session, claim, entry and entry.snapshot(), memory.apply(claim))
 
     def replay(self, judge: Judge = keep_current) -> StateMemory:
         """The gold state: the engine once the whole trace is written."""
@@ -124,8 +130,9 @@ class Episode(BaseModel):
 
 
 class GoldStep(NamedTuple):
-    """One claim of a gold replay: the session it came from, the entry it met (a copy, as it was
-    before the claim was written; None at a new key) and what the engine decided."""
+    """One claim of a gold replay: the session it came from, the entry it met (its snapshot as
+    it was before the claim was written: the live items the rule decides on; None at a new key)
+    and what the engine decided."""
 
     session: Session
     claim: Claim

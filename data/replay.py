@@ -8,6 +8,7 @@ subject, the summary, touched-file hints and a trimmed excerpt of the commit bod
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Sequence
@@ -149,6 +150,13 @@ def note_text(record: CommitRecord, summary: str, body_chars: int = BODY_CHARS) 
     return "\n\n".join(parts)
 
 
+def prefixed(index: list[str], prefix: str) -> list[str]:
+    """The hashes of sorted ``index`` that start with ``prefix``, two at most (enough to call it
+    ambiguous): a binary search, so matching every annotated commit stays O(n log n)."""
+    start = bisect.bisect_left(index, prefix)
+    return [h for h in index[start : start + 2] if h.startswith(prefix)]
+
+
 def load_trajectory(name: str, sources: Sources) -> Episode:
     episode, problems = check_trajectory(name, sources)
     if problems:
@@ -221,10 +229,12 @@ def check_trajectory(name: str, sources: Sources) -> tuple[Episode | None, list[
                     )
                 )
 
+    index = sorted(r.commit for r in records)
+    by_hash = {r.commit: r for r in records}
     sessions: list[Session] = []
     annotated_at: dict[str, int] = {}
     for i, commit in enumerate(ann.commits):
-        matches = [r for r in records if r.commit.startswith(commit.commit)]
+        matches = prefixed(index, commit.commit)
         if len(matches) != 1:
             why = "not found in" if not matches else "ambiguous in"
             problems.append(
@@ -236,7 +246,7 @@ def check_trajectory(name: str, sources: Sources) -> tuple[Episode | None, list[
                 )
             )
             continue
-        record = matches[0]
+        record = by_hash[matches[0]]
         if record.commit in annotated_at:
             duplicate("commits", i, annotated_at[record.commit], record.short, ("commit",))
             continue

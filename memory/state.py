@@ -74,6 +74,13 @@ class Item:
     def move(self, target: Status) -> None:
         self.status = advance(self.status, target)
 
+    def summary(self) -> Item:
+        """The item as the update rule and the prompts read it: its status, best claim and
+        latest sighting, without the claims that supported it on the way."""
+        item = Item(self.best, self.status)
+        item.at = self.at
+        return item
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Item) and (self.status, self.claims) == (other.status, other.claims)
 
@@ -93,6 +100,40 @@ class Entry:
 
     def contested(self) -> list[Item]:
         return [i for i in self.items if i.status is Status.CONTESTED]
+
+    def snapshot(self) -> Entry:
+        """The live items (current and contested) as ``Item.summary`` gives them: all that the
+        update rule decides on and a prompt shows. Its size is the number of live values, not
+        the key's history, so taking one per written claim keeps a replay linear."""
+        copies = {id(item): item.summary() for item in self.live.values()}
+        return Entry(
+            self.key,
+            [copies[id(item)] for item in self.items if id(item) in copies],
+            copies[id(self.current)] if self.current is not None else None,
+            {value: copies[id(item)] for value, item in self.live.items()},
+        )
+
+    def snapshot_dict(self) -> dict[str, Any]:
+        """``snapshot`` as JSON data: each live item's status, best claim and latest sighting."""
+        return {
+            "items": [
+                {"status": i.status.value, "claim": i.best.model_dump(mode="json"), "at": i.at.isoformat()}
+                for i in self.snapshot().items
+            ]
+        }
+
+    @classmethod
+    def from_snapshot(cls, key: Key, data: dict[str, Any]) -> Entry:
+        """The entry ``snapshot_dict`` wrote."""
+        entry = cls(key)
+        for raw in data["items"]:
+            item = Item(Claim.model_validate(raw["claim"]), Status(raw["status"]))
+            item.at = datetime.fromisoformat(raw["at"])
+            entry.items.append(item)
+            entry.live[item.norm_value] = item
+            if item.status is Status.CONFIRMED:
+                entry.current = item
+        return entry
 
 
 class Decision(NamedTuple):

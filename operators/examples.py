@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from core.sessions import Episode
-from memory import ENVS, Claim, Evidence, Key
+from memory import ENVS, Claim, Evidence
 from memory.evidence import EVIDENCE_TYPES, evidence_score
 from operators.prompts import (
     SCORE_OPTIONS,
@@ -56,7 +56,7 @@ def _example(
 ) -> Example:
     """``inputs`` is the structured input behind the prompt (JSON text), so the symbolic
     operators can be run on held-out examples instead of having their labels copied."""
-    commits = sorted({s.commit for s in episode.sessions if s.id in set(sessions) and s.commit})
+    commits = sorted({episode.commit_of[s] for s in set(sessions) if s in episode.commit_of})
     return {
         "id": f"{op}/{episode.id}/{n:04d}",
         "op": op,
@@ -170,13 +170,12 @@ def decision_examples(
 
 
 def update_cases(episode: Episode) -> list[Case]:
-    """One case per engine decision, with the entry as it was just before it."""
-    history: dict[Key, list[dict]] = {}
+    """One case per engine decision, with the entry as it was just before it: its snapshot (the
+    live items), so an example's size does not grow with the key's history."""
     out = []
     for session, claim, before, _ in episode.trace():
-        dumped = claim.model_dump(mode="json")
-        inputs = {"history": list(history.get(claim.key, [])), "claim": dumped}
-        history.setdefault(claim.key, []).append(dumped)
+        entry = before.snapshot_dict() if before is not None else None
+        inputs = {"entry": entry, "claim": claim.model_dump(mode="json")}
         out.append(Case((before, claim), inputs, [session.id]))
     return out
 

@@ -25,11 +25,12 @@ from pydantic import BaseModel
 
 from core.sessions import Episode
 from memory.claims import Claim
+from memory.state import Entry
 from operators.backends import Messages
 from operators.examples import Case, Example, compare_cases, decision_examples, extract_examples, update_cases
 from operators.prompts import compare_messages, extract_messages, update_messages
 from operators.schemas import CompareOutput, ExtractOutput, UpdateOutput
-from operators.symbolic import entry_after, symbolic_compare, symbolic_update
+from operators.symbolic import symbolic_compare, symbolic_update
 
 
 @dataclass(frozen=True)
@@ -68,9 +69,10 @@ def decision(
 
 
 def _update_arguments(inputs: Mapping[str, Any]) -> tuple[Any, ...]:
-    """The entry the claim meets once the earlier claims at its key were written, and the claim."""
+    """The entry the claim meets (rebuilt from its snapshot; None at a new key), and the claim."""
     claim = Claim.model_validate(inputs["claim"])
-    return entry_after(map(Claim.model_validate, inputs["history"]), claim), claim
+    entry = Entry.from_snapshot(claim.key, inputs["entry"]) if inputs["entry"] is not None else None
+    return entry, claim
 
 
 EXTRACT = Operator(

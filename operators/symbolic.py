@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
 
 from memory.claims import Claim
 from memory.compare import compare
-from memory.state import Entry, StateMemory, rule
+from memory.state import Entry, rule
 from operators.backends import Messages
 from operators.schemas import CompareOutput, UpdateOutput
 
@@ -26,14 +25,6 @@ def symbolic_update(entry: Entry | None, claim: Claim) -> UpdateOutput:
     if entry is None or entry.current is None:
         return UpdateOutput(action="add")
     return UpdateOutput(action=rule(entry, claim)[0])
-
-
-def entry_after(history: Iterable[Claim], claim: Claim) -> Entry | None:
-    """The entry ``claim`` meets once ``history`` (earlier claims at its key) was written."""
-    mem = StateMemory()
-    for earlier in history:
-        mem.apply(earlier)
-    return mem.entry(claim.key)
 
 
 def prompt_key(messages: Messages) -> str:
