@@ -10,6 +10,7 @@ from omegaconf import MISSING
 from core.config import RunConfig
 from core.layout import SYNTHETIC
 from core.names import known_names, safe_path
+from eval.calibration import CALIBRATION_NOTES
 from operators.backends.factory import BackendConfig
 from operators.engine import MODES
 from operators.learned import EXTRACT_MODES, STAGED_MODES
@@ -68,6 +69,11 @@ class LooConfig(TrainingRun):
     extract_modes: list[str] | None = None
     """The learned extraction variants scored and replayed; unset: every one the adapters allow
     (the ``STAGED_MODES`` with ``extract_stages``). A parity pass can keep ``[direct]``."""
+    favour_note: float = 0.0
+    """Stage 2 of the two-stage variants adds this to the logits of the note's own tokens (a
+    study of values copied from the note; ``LearnedOperators.favour_note``). 0: off."""
+    calibration_notes: int = CALIBRATION_NOTES
+    """two-stage-scored: validation notes whose every catalog pair places the threshold."""
     replay: bool = True
     """Replay every held-out trajectory through the engine after scoring (the report's engine
     rows); a parity pass compares operator outputs and can leave it out."""
@@ -88,6 +94,8 @@ class LooConfig(TrainingRun):
         safe_path("run", self.run)
         if self.op.name is not None:
             raise ValueError(f"op.name={self.op.name!r}: a run trains every adapter; op.* applies to all")
+        if self.calibration_notes < 1:
+            raise ValueError(f"calibration_notes={self.calibration_notes}: must be 1 or more")
         if self.batch < 1:
             raise ValueError(f"batch={self.batch}: samples per operator call must be 1 or more")
         known_names("extract_modes", self.extract_modes or [], list(EXTRACT_MODES))

@@ -11,7 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from core.layout import test_file
+from core.layout import run_dir, test_file
 from eval.config import LooConfig
 from eval.harness import ENGINE_VARIANTS
 from eval.plan import steps
@@ -46,6 +46,7 @@ def loo_plan(cfg: LooConfig) -> dict[str, Any]:
     out: dict[str, Any] = {
         "build": plan.missing(cfg.model),
         "train": [],
+        "calibrate": [],
         "score": [],
         "replay": [],
     }
@@ -54,6 +55,11 @@ def loo_plan(cfg: LooConfig) -> dict[str, Any]:
         out["train"].append({"fold": fold, "op": op, **adapter})
     latency = recorded_latency(cfg)
     modes = cfg.learned_modes()
+    if "two-stage-scored" in modes and cfg.backend.kind != "symbolic":
+        placed = run_dir(cfg.runs_dir, cfg.run) / "calibration"
+        for fold in [cfg.adapters_fold] if cfg.adapters_fold else cfg.folds or []:
+            done = (placed / f"{fold}.json").exists()
+            out["calibrate"].append({"fold": fold, "notes": cfg.calibration_notes, "placed": done})
     for fold in cfg.folds or []:
         for op in (*DECISIONS, EXTRACT.name):
             path = test_file(cfg.datasets_dir, fold, op)
@@ -95,6 +101,9 @@ def describe_loo(cfg: LooConfig, plan: dict[str, Any]) -> str:
     for t in plan["train"]:
         what = t.get("missing") or f"{t['steps']} steps; {t['estimate']}"
         lines.append(f"  {t['fold']}/{t['op']}: {what}")
+    for c in plan["calibrate"]:
+        what = "placed already" if c["placed"] else f"{c['notes']} validation notes, each against its catalog"
+        lines.append(f"calibrate the scoring threshold of {c['fold']}'s adapters: {what}")
     lines.append("score:")
     for s in plan["score"]:
         n = "test examples not built yet" if s["examples"] is None else f"{s['examples']} examples"

@@ -132,6 +132,7 @@ def run_settings(cfg: LooConfig) -> dict[str, Any]:
         "model_path": cfg.model.path,
         "adapters": str(adapters_of(cfg, "<fold>")) if cfg.backend.kind != "symbolic" else None,
         "seed": cfg.seed,
+        **({"favour_note": cfg.favour_note} if cfg.favour_note else {}),  # absent when off
         "test_examples": fingerprint(test_file(cfg.datasets_dir, f, op) for f in cfg.folds for op in OPS),
     }
 
@@ -160,7 +161,7 @@ def threshold(cfg: LooConfig, out: Path, fold: str, ops: LearnedOperators) -> fl
     path = out / "calibration" / f"{fold}.json"
     if not path.exists():
         print(f"{fold}: placing the scoring threshold on validation notes", flush=True)
-        found = calibrate(ops, cfg.datasets_dir, fold, cfg.seed)
+        found = calibrate(ops, cfg.datasets_dir, fold, cfg.seed, cfg.calibration_notes)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, calibration_json(found))
     said = json.loads(path.read_text())
@@ -210,7 +211,7 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
                             backend.remember(example["prompt"], example["completion"][0]["content"])
             if isinstance(backend, ServedBackend):
                 serving[name] = backend.describe()
-            ops = LearnedOperators(backend)
+            ops = LearnedOperators(backend, favour_note=cfg.favour_note)
             if "two-stage-scored" in cfg.learned_modes() and not isinstance(backend, SymbolicBackend):
                 ops.threshold = threshold(cfg, out, name, ops)
             # Every fold's operator scores first, then the engine replays (the slow part), so a

@@ -103,17 +103,23 @@ def selection(records: list[Record]) -> dict[str, dict[str, dict[str, float | in
     """fold (and ``all folds``) -> variant -> stage 1's precision and recall over ``entity.slot``
     pairs, pooled over notes: what each selection method chose against the pairs the gold names."""
     counts: dict[str, dict[str, list[int]]] = {}
+    ranked: dict[str, dict[str, tuple[list[float], list[float]]]] = {}
     for r in records:
         if r["op"] != "extract" or r["variant"] == "symbolic" or "selected" not in r:
             continue
         gold = {f"{c['entity']}.{c['slot']}" for c in r["gold"]}
         chosen = set(r["selected"])
+        for pair, p in r.get("pair_scores", {}).items():
+            for fold in (r["fold"], "all folds"):
+                stated, other = ranked.setdefault(fold, {}).setdefault(r["variant"], ([], []))
+                (stated if pair in gold else other).append(p)
         for fold in (r["fold"], "all folds"):
             c = counts.setdefault(fold, {}).setdefault(r["variant"], [0, 0, 0])
             c[0], c[1], c[2] = c[0] + len(chosen & gold), c[1] + len(chosen), c[2] + len(gold)
     return {
         fold: {
             v: {
+                "pair_auc": pair_auc(*ranked[fold][v]) if v in ranked.get(fold, {}) else None,
                 "precision": hits / chosen if chosen else 0.0,
                 "recall": hits / gold if gold else 0.0,
                 "selected": chosen,
@@ -123,6 +129,15 @@ def selection(records: list[Record]) -> dict[str, dict[str, dict[str, float | in
         }
         for fold, by in sorted(counts.items(), key=lambda kv: (kv[0] == "all folds", kv[0]))
     }
+
+
+def pair_auc(stated: list[float], other: list[float]) -> float | None:
+    """The chance that a stated pair scores above another pair of its note's catalog (ties count
+    half): 0.5 is no ranking at all, whatever the threshold."""
+    if not stated or not other:
+        return None
+    wins = sum((a > b) + 0.5 * (a == b) for a in stated for b in other)
+    return wins / (len(stated) * len(other))
 
 
 def value_by_wording(records: list[Record]) -> dict[str, dict[str, Any]]:
@@ -391,16 +406,18 @@ def selection_lines(summary: dict[str, Any]) -> list[str]:
             "## Selection (stage 1)",
             "",
             "The `entity.slot` pairs each variant selected, against the pairs the gold names, pooled "
-            "over the fold's notes (direct: the pairs its claims name).",
+            "over the fold's notes (direct: the pairs its claims name). Pair AUC, for a scoring "
+            "selection: how often a stated pair scores above an unstated one, over the notes pooled.",
             "",
-            "| Fold | Variant | precision | recall | selected | gold |",
-            "| --- | --- | ---: | ---: | ---: | ---: |",
+            "| Fold | Variant | precision | recall | selected | gold | pair AUC |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
         ]
         for fold, by in summary["selection"].items():
             for v, c in by.items():
                 name = f"**{fold}**" if fold == "all folds" else fold
                 shares = f"{c['precision']:.2f} | {c['recall']:.2f}"
-                lines.append(f"| {name} | {v} | {shares} | {c['selected']} | {c['gold']} |")
+                auc = "–" if c["pair_auc"] is None else f"{c['pair_auc']:.2f}"
+                lines.append(f"| {name} | {v} | {shares} | {c['selected']} | {c['gold']} | {auc} |")
     if summary.get("value_by_wording"):
         lines += [
             "",
@@ -428,12 +445,17 @@ def extraction_sections(summary: dict[str, Any]) -> list[str]:
         "`two-stage-scored` asks that adapter about each catalog pair on its own and keeps the pairs "
         'whose "yes" reaches a threshold placed on validation notes.',
         "",
-        "| Variant | Schema F1 | Value F1 | n |",
-        "| --- | --- | --- | ---: |",
+        "",
+        "Engine keys: the share of final-state keys right when this variant's extraction feeds the "
+        "engine with the learned decisions (the prompted base: its own extraction and decisions).",
+        "",
+        "| Variant | Schema F1 | Value F1 | Engine keys | n |",
+        "| --- | --- | --- | --- | ---: |",
     ]
     for v in shown:
         s = summary["mean"][v]
-        lines.append(f"| {v} | {cell(s['extract'])} | {cell(s['extract_value'])} | {s['extract']['n']} |")
+        cells = " | ".join(cell(s[m]) for m in ("extract", "extract_value", "engine_state"))
+        lines.append(f"| {v} | {cells} | {s['extract']['n']} |")
     for mode in STAGED_MODES:
         if not (tests := summary["tests"].get(mode.replace("-", "_"))):
             continue

@@ -126,6 +126,9 @@ class LearnedOperators:
     backend: Backend
     constrained: bool = True
     adapters: bool = True
+    favour_note: float = 0.0
+    """Stage 2 adds this to the logits of the note's own tokens while a claim is filled: a study
+    of values worded as the note words them (0: off)."""
     threshold: float = 0.5
     """A scoring selection keeps a pair whose "yes" is at least this likely: chosen on
     validation data (``eval.calibration``), never on the held-out fold."""
@@ -142,10 +145,19 @@ class LearnedOperators:
         schema = self._schema(op.output)
         return self._ask(op.name, [(adapter, m, op.output, schema, op.budget) for m in batch])
 
-    def _ask(self, step: str, asks: list[tuple[str, Messages, type[BaseModel], Any, int]]) -> list[Outcome]:
+    def _ask(
+        self,
+        step: str,
+        asks: list[tuple[str, Messages, type[BaseModel], Any, int]],
+        favours: Sequence[str | None] | None = None,
+    ) -> list[Outcome]:
         if not asks:
             return []
-        requests = [Request(a if self.adapters else BASE, m, schema, n) for a, m, _, schema, n in asks]
+        favours = favours or [None] * len(asks)
+        requests = [
+            Request(a if self.adapters else BASE, m, schema, n, text, self.favour_note if text else 0.0)
+            for (a, m, _, schema, n), text in zip(asks, favours, strict=True)
+        ]
         keys = [json.dumps(astuple(r), sort_keys=True) for r in requests]
         new = {k: r for k, r in zip(keys, requests, strict=True) if k not in self.answers}
         if new:
@@ -246,7 +258,8 @@ class LearnedOperators:
             model = fill_model(pair, branches)
             prompt = fill_messages(note, catalog, pair)
             asks.append((adapter, prompt, model, self._schema(model), fill_budget(pair, branches)))
-        return self._ask("fill", asks)
+        favours = [note.text if self.favour_note else None for note, _, _ in items]
+        return self._ask("fill", asks, favours)
 
     def _fill_selected(
         self, notes: Sequence[Sourced], selections: list[Extraction], adapter: str

@@ -25,6 +25,10 @@ class Request:
     json_schema: dict[str, Any] | None
     """Constrains decoding when given; ``None`` decodes freely."""
     max_tokens: int
+    favour: str | None = None
+    """A text whose tokens get ``favour_bias`` added to their logits at every step: decoding that
+    leans toward copying it (a study of values worded as the note words them)."""
+    favour_bias: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -37,8 +41,8 @@ class Completion:
     """Why the backend refused this one request (vLLM's HTTP 400, or the hf backend's own check:
     a prompt longer than the model's context): the sample fails with it and the run goes on."""
     top_logprobs: dict[str, float] | None = None
-    """The most likely tokens at the first position and their log-probabilities, when a probe
-    asked the server for them."""
+    """Log-probabilities at the first position, by token (``token_id:<n>``), when a probe asked
+    the server for them."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,22 @@ class Odds:
 
 class BackendError(RuntimeError):
     """The backend could not answer at all (server unreachable, retries spent, bad adapter)."""
+
+
+def first_tokens(prompt: list[int], begun: Sequence[list[int]], options: Sequence[str]) -> list[int]:
+    """Each option's first token: where ``begun`` (the prompt's tokens with that option started
+    after it) leaves ``prompt``. Refused when an option does not start a token of its own, or
+    two options start with the same token, since a probe could not tell them apart."""
+    firsts = []
+    for option, ids in zip(options, begun, strict=True):
+        if ids[: len(prompt)] != prompt or len(ids) == len(prompt):
+            raise BackendError(f"the option {option!r} does not start a new token after the prompt")
+        firsts.append(ids[len(prompt)])
+    if len(set(firsts)) != len(firsts):
+        raise BackendError(
+            f"the options {list(options)} share their first token: a probe cannot tell them apart"
+        )
+    return firsts
 
 
 class Backend(Protocol):

@@ -21,7 +21,7 @@ from typing import Any
 
 from core.determinism import deterministic_cpu
 from operators.adapters import check_adapter
-from operators.backends import BASE, BackendError, Completion, Messages, Odds, Probe, Request
+from operators.backends import BASE, BackendError, Completion, Messages, Odds, Probe, Request, first_tokens
 
 IM_END = "<|im_end|>"
 PREFIX = "op_"
@@ -85,17 +85,8 @@ def shared_prefixes(rows: list[list[int]]) -> list[tuple[int, list[int]]]:
 def option_tokens(tokenizer: Any, prompt: str, options: Sequence[str]) -> list[int]:
     """Each option's first token as it follows ``prompt`` (tokenized in context, not alone)."""
     base = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-    firsts = []
-    for option in options:
-        ids = tokenizer(prompt + option, add_special_tokens=False)["input_ids"]
-        if ids[: len(base)] != base or len(ids) == len(base):
-            raise BackendError(f"the option {option!r} does not start a new token after the prompt")
-        firsts.append(ids[len(base)])
-    if len(set(firsts)) != len(firsts):
-        raise BackendError(
-            f"the options {list(options)} share their first token: a probe cannot tell them apart"
-        )
-    return firsts
+    begun = [tokenizer(prompt + option, add_special_tokens=False)["input_ids"] for option in options]
+    return first_tokens(base, begun, options)
 
 
 def read_options(model: Any, rows: list[list[int]], options: list[int], batch: int) -> list[list[float]]:
@@ -137,16 +128,37 @@ def read_options(model: Any, rows: list[list[int]], options: list[int], batch: i
     return out
 
 
+def favour_processor(
+    tokenizer: Any, favours: list[tuple[str | None, float]], vocab: int
+):  # -> LogitsProcessor
+    """Adds each row's bias to the logits of the tokens of its own text (``Request.favour``)."""
+    import torch
+    from transformers import LogitsProcessor
+
+    add = torch.zeros(len(favours), vocab)
+    for row, (text, bias) in enumerate(favours):
+        if text:
+            add[row, tokenizer(text, add_special_tokens=False)["input_ids"]] = bias
+
+    class Favour(LogitsProcessor):
+        def __call__(self, input_ids: Any, scores: Any) -> Any:
+            return scores + add[:, : scores.shape[-1]].to(scores.device, scores.dtype)
+
+    return Favour()
+
+
 def generate(
     model: Any,
     tokenizer: Any,
     prompts: list[Messages],
     max_tokens: int,
     grammars: list[Any] | None = None,
+    favours: list[tuple[str | None, float]] | None = None,
 ) -> tuple[list[str], list[int]]:
     """Greedy completions and their token counts for a batch of chats.
 
     ``grammars`` holds one compiled grammar or ``None`` per row; rows without one decode freely.
+    ``favours``: per row, a text whose tokens get a bias (or None), applied before the grammar.
     """
     import torch
     import xgrammar as xgr
@@ -155,6 +167,8 @@ def generate(
     tokenizer.padding_side = "left"
     batch = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
     processors = []
+    if favours and any(text for text, _ in favours):
+        processors.append(favour_processor(tokenizer, favours, model.config.vocab_size))
     if grammars and any(g is not None for g in grammars):
         if any(g is None for g in grammars):
             raise ValueError("a batch is either all constrained or all free; split it first")
@@ -294,6 +308,7 @@ class HFBackend:
                 [r.messages for r in chunk],
                 max_tokens,
                 grammars,
+                [(r.favour, r.favour_bias) for r in chunk],
             )
             share = (time.perf_counter() - began) / len(chunk)
             for i, text, n in zip(idx[start : start + self.batch_size], texts, counts, strict=True):

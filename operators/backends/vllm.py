@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from operators.backends import BASE, BackendError, Completion, Odds, Probe, Request
+from operators.backends import BASE, BackendError, Completion, Messages, Odds, Probe, Request, first_tokens
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -42,26 +42,40 @@ class VLLMBackend:
         return asyncio.run(self._all(requests))
 
     def probe(self, probes: Sequence[Probe]) -> list[Odds]:
-        """One token per probe, with the top ``TOP_LOGPROBS`` of the model's raw distribution at
-        that position (vLLM's default ``logprobs_mode``, as the hf backend reads them)."""
-        readings = [Request(p.adapter, p.messages, None, 1) for p in probes]
-        answers = asyncio.run(self._all(readings, TOP_LOGPROBS))
-        return [self._odds(p, c) for p, c in zip(probes, answers, strict=True)]
+        """One token per probe, with the log-probabilities of the options' first tokens at that
+        position (vLLM's ``logprob_token_ids``, from the raw distribution as the hf backend reads
+        it). The first tokens come from the served tokenizer, in context (``_first_tokens``)."""
+        out: list[Odds | None] = [None] * len(probes)
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for i, p in enumerate(probes):
+            groups.setdefault(p.options, []).append(i)
+        for options, idx in groups.items():
+            ids = asyncio.run(self._first_tokens(probes[idx[0]].messages, options))
+            reading = {"logprobs": True, "logprob_token_ids": ids, "return_tokens_as_token_ids": True}
+            readings = [Request(probes[i].adapter, probes[i].messages, None, 1) for i in idx]
+            for i, c in zip(idx, asyncio.run(self._all(readings, reading)), strict=True):
+                out[i] = _odds(c, ids)
+        return [o for o in out if o is not None]
 
-    @staticmethod
-    def _odds(probe: Probe, completion: Completion) -> Odds:
-        if completion.refused:
-            return Odds((), completion.latency_s, refused=completion.refused)
-        top = completion.top_logprobs or {}
-        if not top:
-            raise BackendError("the server returned no logprobs for a probe")
-        floor = min(top.values())
-        found = [_option_logprob(option, top, floor) for option in probe.options]
-        peak = max(found)
-        weights = [math.exp(x - peak) for x in found]
-        return Odds(tuple(w / sum(weights) for w in weights), completion.latency_s)
+    async def _first_tokens(self, messages: Messages, options: Sequence[str]) -> list[int]:
+        """Each option's first token id after the generation prompt, as the served chat template
+        and tokenizer render it (vLLM's ``/tokenize`` on the chat, then with the option begun)."""
+        before = await self._tokenize({"messages": messages, "add_generation_prompt": True})
+        begun = [
+            await self._tokenize(
+                {
+                    "messages": [*messages, {"role": "assistant", "content": option}],
+                    "add_generation_prompt": False,
+                    "continue_final_message": True,
+                }
+            )
+            for option in options
+        ]
+        return first_tokens(before, begun, options)
 
-    async def _all(self, requests: Sequence[Request], top_logprobs: int = 0) -> list[Completion]:
+    async def _all(
+        self, requests: Sequence[Request], reading: dict[str, Any] | None = None
+    ) -> list[Completion]:
         from openai import AsyncOpenAI
 
         # Retries are ours (transport errors only), so the client's own are off.
@@ -72,7 +86,38 @@ class VLLMBackend:
         async with client:
             if self.base_model is None and any(r.adapter == BASE for r in requests):
                 self.base_model = await self._base(client)
-            return list(await asyncio.gather(*(self._one(client, gate, r, top_logprobs) for r in requests)))
+            texts = list(dict.fromkeys(r.favour for r in requests if r.favour))
+            tokens = dict(zip(texts, await asyncio.gather(*map(self._token_ids, texts)), strict=True))
+            biases = [
+                {str(t): r.favour_bias for t in tokens[r.favour]} if r.favour else None for r in requests
+            ]
+            return list(
+                await asyncio.gather(
+                    *(self._one(client, gate, r, reading, b) for r, b in zip(requests, biases, strict=True))
+                )
+            )
+
+    async def _token_ids(self, text: str) -> list[int]:
+        """The served tokenizer's ids for ``text``, for a ``logit_bias``."""
+        return await self._tokenize({"prompt": text, "add_special_tokens": False})
+
+    async def _tokenize(self, body: dict[str, Any]) -> list[int]:
+        """vLLM's ``/tokenize`` (beside ``/v1``): a text, or a chat through the served template."""
+        import httpx
+
+        root = self.base_url.removesuffix("/").removesuffix("/v1")
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout_s) as http:
+                reply = await http.post(
+                    f"{root}/tokenize", json=body, headers={"Authorization": f"Bearer {self.api_key}"}
+                )
+        except httpx.HTTPError as e:
+            raise BackendError(
+                f"{root}/tokenize: no answer ({type(e).__name__}: {e}); is the server up?"
+            ) from e
+        if reply.status_code != 200:
+            raise BackendError(f"{root}/tokenize answered HTTP {reply.status_code}: {reply.text[:200]}")
+        return reply.json()["tokens"]
 
     async def _base(self, client: AsyncOpenAI) -> str:
         listed = [m.model_dump() async for m in client.models.list()]
@@ -84,12 +129,21 @@ class VLLMBackend:
         return bases[0]
 
     async def _one(
-        self, client: AsyncOpenAI, gate: asyncio.Semaphore, request: Request, top_logprobs: int = 0
+        self,
+        client: AsyncOpenAI,
+        gate: asyncio.Semaphore,
+        request: Request,
+        reading: dict[str, Any] | None = None,
+        bias: dict[str, float] | None = None,
     ) -> Completion:
         import openai
 
-        extra = {"structured_outputs": {"json": request.json_schema}} if request.json_schema else None
-        reading = {"logprobs": True, "top_logprobs": top_logprobs} if top_logprobs else {}
+        extra: dict[str, Any] = (
+            {"structured_outputs": {"json": request.json_schema}} if request.json_schema else {}
+        )
+        if bias:
+            extra["logit_bias"] = bias
+        extra |= reading or {}
         for attempt in range(self.retries + 1):
             async with gate:
                 began = time.perf_counter()
@@ -99,8 +153,7 @@ class VLLMBackend:
                         messages=request.messages,  # type: ignore[arg-type]
                         max_tokens=request.max_tokens,
                         temperature=0,
-                        extra_body=extra,
-                        **reading,
+                        extra_body=extra or None,
                     )
                 except (openai.APIConnectionError, openai.InternalServerError, openai.RateLimitError) as e:
                     failure: Exception = e
@@ -136,17 +189,21 @@ class VLLMBackend:
         logprobs = getattr(response.choices[0], "logprobs", None)
         top = None
         if logprobs is not None and logprobs.content:
-            top = {t.token: t.logprob for t in logprobs.content[0].top_logprobs}
+            top = {t.token: t.logprob for t in logprobs.content[0].top_logprobs}  # "token_id:<n>"
         return Completion(text=text, latency_s=seconds, completion_tokens=tokens, top_logprobs=top)
 
 
-TOP_LOGPROBS = 20
-"""The alternatives a probe reads at its token: vLLM's default ``--max-logprobs``."""
-
-
-def _option_logprob(option: str, top: dict[str, float], floor: float) -> float:
-    """An option's first-token log-probability among the server's top alternatives: the token
-    that spells the option, else the longest one that begins it. An option outside the top
-    gets the lowest listed value, an upper bound on its own: it then weighs no more than it can."""
-    starts = [t for t in top if t and option.startswith(t)]
-    return top[max(starts, key=len)] if starts else floor
+def _odds(completion: Completion, ids: Sequence[int]) -> Odds:
+    """The options' probabilities from the logprobs of their first tokens, renormalized."""
+    if completion.refused:
+        return Odds((), completion.latency_s, refused=completion.refused)
+    top = completion.top_logprobs or {}
+    try:
+        found = [top[f"token_id:{i}"] for i in ids]
+    except KeyError as e:
+        raise BackendError(
+            f"the server returned no logprob for token {e} of a probe: {sorted(top)[:5]}"
+        ) from e
+    peak = max(found)
+    weights = [math.exp(x - peak) for x in found]
+    return Odds(tuple(w / sum(weights) for w in weights), completion.latency_s)

@@ -113,6 +113,11 @@ def test_a_resume_under_other_settings_is_refused_and_names_them(
     with pytest.raises(RecordsError, match=r"backend: records made with 'symbolic', this run has 'hf'"):
         evaluate(cfg)
     assert (run_dir / "records.jsonl").read_bytes() == before
+    cfg = config(run_dir.parent, small_datasets, export_dir)
+    cfg.favour_note = 2.0
+    with pytest.raises(RecordsError, match=r"favour_note: records made with None, this run has 2.0"):
+        evaluate(cfg)
+    assert (run_dir / "records.jsonl").read_bytes() == before
 
 
 def test_datasets_built_with_another_seed_are_refused(

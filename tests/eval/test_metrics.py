@@ -6,11 +6,13 @@ import pytest
 
 from eval.metrics import (
     bootstrap_ci,
+    by_wording,
     claim_f1,
     extraction_errors,
     mcnemar_exact,
     paired_bootstrap,
     token_f1,
+    verbatim,
 )
 
 
@@ -84,3 +86,16 @@ def e(evidence_type: str = "code-change", **fields) -> dict:
 )
 def test_extraction_errors_classify_hand_made_notes(gold, pred, want) -> None:
     assert dict(extraction_errors(gold, pred)) == want
+
+
+def test_a_value_is_verbatim_when_its_note_spells_it_after_normalization() -> None:
+    assert verbatim("Postgres 16", "We moved to postgres 16 today.")
+    assert not verbatim("Postgres 16", "We moved to the newest Postgres.")
+
+
+def test_value_f1_by_wording_keeps_each_side_to_its_own_scopes() -> None:
+    gold = [c(slot="engine"), c(slot="pool", value="as many as the cores")]
+    pred = [c(slot="engine"), c(slot="pool", value="sixteen"), c(slot="orm", value="none")]
+    assert by_wording(gold, pred, [True, False]) == {"verbatim": 1.0, "paraphrased": 0.0}
+    # a side without gold is absent, not zero; the stray orm claim belongs to neither
+    assert by_wording(gold[:1], pred, [True]) == {"verbatim": 1.0}

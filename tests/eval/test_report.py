@@ -109,3 +109,32 @@ def test_three_extraction_variants_their_paired_tests_and_where_they_fail() -> N
     # the notes shown are those the variants disagree on: trained right, the other two wrong
     assert text.count("| two-stage-trained | `db.engine` [main/production, code-change] = v | 1.00 |") == 3
     assert text.count("| direct | `db.orm` [main/production, code-change] = v | 0.00 |") == 3
+
+
+def test_selection_precision_recall_and_value_f1_by_wording_per_variant() -> None:
+    """Two notes, two gold pairs each (one value verbatim in its note, one paraphrased): the
+    scoring selection picks one gold pair and one wrong pair per note, and gets the verbatim
+    value right and the paraphrased one wrong."""
+    records = []
+    for i in range(2):
+        gold = [claim("engine", "postgres"), claim("pool", "as many as cores")]
+        parsed = [claim("engine", "postgres"), claim("pool", "sixteen")]
+        records.append(
+            {
+                **extract("a", "two-stage-scored", i, gold, parsed, 0.5),
+                "selected": ["db.engine", "db.orm"],
+                "pair_scores": {"db.engine": 0.9, "db.orm": 0.8, "db.pool": 0.1},
+                "gold_verbatim": [True, False],
+            }
+        )
+    summary = summarize(records)
+    chosen = summary["selection"]["a"]["two-stage-scored"]
+    assert (chosen["precision"], chosen["recall"], chosen["selected"], chosen["gold"]) == (0.5, 0.5, 4, 4)
+    assert chosen["pair_auc"] == 0.5  # engine above orm, pool below it
+    assert summary["selection"]["all folds"]["two-stage-scored"] == chosen
+    wording = summary["value_by_wording"]["two-stage-scored"]
+    assert (wording["verbatim"]["mean"], wording["verbatim"]["n"]) == (1.0, 2)
+    assert (wording["paraphrased"]["mean"], wording["paraphrased"]["n"]) == (0.0, 2)
+    text = markdown(summary, {"name": "t", "model": "m", "backend": "hf"})
+    assert "| **all folds** | two-stage-scored | 0.50 | 0.50 | 4 | 4 | 0.50 |" in text
+    assert "| two-stage-scored | 1.00 [1.00, 1.00] (n = 2) | 0.00 [0.00, 0.00] (n = 2) |" in text

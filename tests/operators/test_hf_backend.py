@@ -124,3 +124,17 @@ def test_a_prompt_past_the_models_positions_fails_one_sample(bare: HFBackend, no
     assert call.output is None and call.raw == ""
     assert call.error.startswith("refused by the backend: the prompt's") and "4096 positions" in call.error
     assert fine.calls[0].raw
+
+
+def test_a_favoured_text_is_copied_at_a_large_bias(bare: HFBackend, notes) -> None:
+    """``Request.favour``: at +100 on the favoured tokens every token decoded is one of them, so
+    the answer is spelled with the favoured text's characters; without it, it is not."""
+    _, sourced = notes
+    note, catalog = sourced[0]
+    messages = LearnedOperators(bare).extract([(note, catalog)], "direct")[0].calls[0].messages
+    favour = "retry budget of three attempts"
+    plain, favoured = bare.complete(
+        [Request(BASE, messages, None, 12), Request(BASE, messages, None, 12, favour, 100.0)]
+    )
+    assert favoured.text.strip() and set(favoured.text) <= set(favour)
+    assert not set(plain.text) <= set(favour)

@@ -33,7 +33,7 @@ from operators.backends.factory import ServedBackend, adapter_dirs
 from operators.backends.serve import ServeConfig, ServerFailed, VLLMServer, serve_env
 from operators.backends.vllm import VLLMBackend
 from operators.learned import LearnedOperators
-from operators.registry import DECISIONS, OPS, STAGES_ADAPTER
+from operators.registry import COMPARE, DECISIONS, OPS, STAGES_ADAPTER
 from tests.conftest import ROOT
 from tests.operators.vllm_double import VLLMTestDouble
 
@@ -75,6 +75,7 @@ def loo_config(name: str, out: Path, adapters: Path, datasets: Path, export_dir:
         f"datasets_dir={datasets}",
         f"exports=[{export_dir}]",
         "extract_stages=true",
+        "calibration_notes=4",
         "progress=false",
         *backend,
     ]
@@ -148,6 +149,54 @@ def test_the_prompted_baseline_runs_on_the_served_base(server: VLLMServer, backe
     assert [o.raw for o in by_url] == [o.raw for o in served]
 
 
+def test_a_probe_reads_what_the_hf_backend_reads(backend, trained_adapters: Path, tiny_model: Path) -> None:
+    """The scoring selection's probabilities from vLLM's top logprobs match those the hf backend
+    reads from its logits, on the same unquantized weights and adapter."""
+    from dataclasses import replace
+
+    from core.models import model_config
+    from data.replay import load_trajectory
+    from operators.backends.hf import HFBackend
+    from operators.prompts import score_messages
+    from tests.conftest import SHARED_EXPORT, shipped
+
+    episode = load_trajectory(FOLD, shipped(SHARED_EXPORT))
+    pairs = episode.catalog.pairs()
+    asks = [
+        (STAGES_ADAPTER, score_messages(s.note(), episode.catalog, p))
+        for s in episode.sessions[:2]
+        for p in pairs
+    ]
+    served = LearnedOperators(backend).probe("score", asks)
+    tiny = replace(model_config("tiny"), path=str(tiny_model), load_in_4bit=False)
+    hf = HFBackend.load(tiny, {STAGES_ADAPTER: trained_adapters / STAGES_ADAPTER})
+    local = LearnedOperators(hf).probe("score", asks)
+    for got, want in zip(served, local, strict=True):
+        assert got.refused is None and sum(got.probs) == pytest.approx(1.0)
+        assert got.probs == pytest.approx(want.probs, abs=0.01)
+
+
+def test_a_favoured_text_gets_the_same_bias_on_both_backends(
+    backend, trained_adapters: Path, tiny_model: Path
+) -> None:
+    """``Request.favour`` becomes vLLM's ``logit_bias`` over the served tokenizer's ids for the
+    text; greedy decoding then writes what the hf backend writes with the same bias."""
+    from dataclasses import replace
+
+    from core.models import model_config
+    from operators.backends.hf import HFBackend
+
+    claims = example_claims()
+    messages = COMPARE.messages(claims[0], claims[1])
+    favour = "the second claim wins on stronger evidence"
+    asks = [Request("compare", messages, None, 16, favour, 10.0), Request("compare", messages, None, 16)]
+    tiny = replace(model_config("tiny"), path=str(tiny_model), load_in_4bit=False)
+    hf = HFBackend.load(tiny, {"compare": trained_adapters / "compare"})
+    served, local = backend.complete(asks), hf.complete(asks)
+    assert [c.text for c in served] == [c.text for c in local]
+    assert served[0].text != served[1].text  # the bias moved the answer
+
+
 def test_a_wrong_key_is_refused_with_401(server: VLLMServer) -> None:
     client = VLLMBackend(server.base_url, "not-the-key", retries=0)
     with pytest.raises(BackendError, match=r"refused the API key \(HTTP 401\)"):
@@ -184,10 +233,14 @@ def test_a_loo_fold_runs_end_to_end_on_vllm(vllm_run) -> None:
         ("extract", "direct"),
         ("extract", "two-stage"),
         ("extract", "two-stage-trained"),
+        ("extract", "two-stage-scored"),
         ("extract", "prompted"),
         *{(op, v) for op in DECISIONS for v in ("learned", "prompted")},
     }
     assert all(r["raw"] for r in learned)
+    scored = [r for r in learned if r["variant"] == "two-stage-scored"]
+    assert all(len(r["pair_scores"]) == len(r["raw"]) - len(r["parsed"]) for r in scored if not r["error"])
+    assert json.loads((run_dir / "calibration" / f"{FOLD}.json").read_text())["notes"] == 4
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["serving"][FOLD]["vllm"] == "0.32.0"
     assert set(summary["folds"][FOLD]) == set(VARIANTS)
@@ -215,6 +268,7 @@ def test_hf_and_vllm_decode_the_same_text(
         "extract/direct",
         "extract/two-stage",
         "extract/two-stage-trained",
+        "extract/two-stage-scored",
         *(f"{op}/prompted" for op in OPS),
         *(
             f"{engine}/{v}"

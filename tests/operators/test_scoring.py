@@ -1,0 +1,128 @@
+"""Selection by scoring: every catalog pair asked on its own, its "yes" read as a probability,
+and the threshold placed on validation notes only."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from core.models import model_config
+from core.records import Note
+from data.replay import load_trajectory
+from eval.calibration import best_threshold, calibrate
+from operators.backends import BackendError, Probe
+from operators.backends.hf import HFBackend, option_tokens, prompt_text, read_options, shared_prefixes
+from operators.backends.symbolic import SymbolicBackend
+from operators.learned import LearnedOperators
+from operators.prompts import SCORE_OPTIONS, catalog_pairs, extract_messages, score_messages
+from operators.registry import STAGES_ADAPTER
+from operators.schemas import MAX_PAIRS
+from tests.conftest import shipped
+
+FOLD = "patch-guardrails"
+
+
+@pytest.fixture(scope="module")
+def episode(export_dir: Path):
+    return load_trajectory(FOLD, shipped(export_dir))
+
+
+@pytest.fixture(scope="module")
+def bare(tiny_model: Path) -> HFBackend:
+    return HFBackend.load(replace(model_config("tiny"), path=str(tiny_model)), {})
+
+
+def test_the_scoring_selection_on_the_oracle_returns_the_gold_pairs(episode) -> None:
+    ops = LearnedOperators(SymbolicBackend.for_episode(episode))
+    notes = [(s.note(), episode.catalog) for s in episode.sessions]
+    for session, picked in zip(episode.sessions, ops.score_pairs(notes), strict=True):
+        gold = list(dict.fromkeys(c.pair for c in session.claims))[:MAX_PAIRS]
+        assert sorted(picked.selected) == sorted(gold)
+        assert set(picked.scores) == set(episode.catalog.pairs())
+        assert [c.raw for c in picked.calls] == [
+            "yes" if p in gold else "no" for p in episode.catalog.pairs()
+        ]
+    assert ops.calls["score"] == len(notes) * len(episode.catalog.pairs())
+
+
+def test_the_catalog_is_read_back_from_a_prompt(episode) -> None:
+    note = episode.sessions[0].note()
+    assert catalog_pairs(extract_messages(note, episode.catalog)) == episode.catalog.pairs()
+
+
+def test_a_shared_prefix_reads_what_a_full_forward_pass_reads(bare: HFBackend, episode) -> None:
+    """Each note's probes run its prefix once; the probabilities are those of running every
+    probe whole, and each note's probes form one group."""
+    import torch
+
+    notes = [s.note() for s in episode.sessions[:2]]
+    pairs = episode.catalog.pairs()
+    texts = [prompt_text(bare.tokenizer, score_messages(n, episode.catalog, p)) for n in notes for p in pairs]
+    rows = [bare.tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    groups = shared_prefixes(rows)
+    assert sorted(sorted(members) for _, members in groups) == [
+        list(range(len(pairs))),
+        list(range(len(pairs), 2 * len(pairs))),
+    ]
+    firsts = option_tokens(bare.tokenizer, texts[0], SCORE_OPTIONS)
+    shared = read_options(bare.model, rows, firsts, batch=3)
+    with torch.inference_mode():
+        for row, got in zip(rows, shared, strict=True):
+            logits = bare.model(input_ids=torch.tensor([row])).logits[0, -1].float()
+            want = logits.log_softmax(-1)[firsts].softmax(-1).tolist()
+            assert got == pytest.approx(want, abs=1e-4)
+            assert sum(got) == pytest.approx(1.0)
+
+
+def test_options_that_share_a_first_token_are_refused(bare: HFBackend, episode) -> None:
+    messages = score_messages(episode.sessions[0].note(), episode.catalog, episode.catalog.pairs()[0])
+    with pytest.raises(BackendError, match="share their first token"):
+        bare.probe([Probe("base", messages, ("yes", "yes!"))])
+
+
+def test_a_probe_past_the_models_positions_fails_alone(bare: HFBackend, episode) -> None:
+    at = episode.sessions[0].at
+    long = Note(id="long", at=at, title="A very long note", text="word " * 5_000)
+    pair = episode.catalog.pairs()[0]
+    probes = [
+        Probe("base", score_messages(n, episode.catalog, pair), SCORE_OPTIONS)
+        for n in (long, episode.sessions[0].note())
+    ]
+    too_long, fine = bare.probe(probes)
+    assert too_long.refused and "exceed the model's 4096 positions" in too_long.refused
+    assert fine.refused is None and len(fine.probs) == 2
+
+
+def test_the_threshold_maximizes_f1_and_never_splits_a_tie() -> None:
+    scored = [(0.9, True), (0.8, False), (0.7, True), (0.2, False)]
+    threshold, precision, recall, f1 = best_threshold(scored)
+    assert (
+        (threshold, recall) == (0.7, 1.0) and precision == pytest.approx(2 / 3) and f1 == pytest.approx(0.8)
+    )
+    assert best_threshold([(0.5, True), (0.5, False), (0.1, False)])[:3] == (0.5, 0.5, 1.0)
+    assert best_threshold([(0.4, False)]) == (1.0, 0.0, 0.0, 0.0)  # nothing to find: keep only certainty
+
+
+def test_the_threshold_is_placed_on_validation_notes_without_touching_the_held_out_fold(
+    tiny_model: Path, trained_adapters: Path, small_datasets: Path, tmp_path: Path
+) -> None:
+    """Calibrating the held-out fold's adapters reads its training fold's validation split: no
+    note of the held-out trajectory is among those used, and a held-out test split replaced by
+    garbage changes nothing (reading it would fail)."""
+    datasets = tmp_path / "datasets"
+    shutil.copytree(small_datasets, datasets)
+    backend = HFBackend.load(
+        replace(model_config("tiny"), path=str(tiny_model)),
+        {STAGES_ADAPTER: trained_adapters / STAGES_ADAPTER},
+    )
+    ops = LearnedOperators(backend)
+    before = calibrate(ops, datasets, FOLD, seed=0, n=3)
+    assert before.notes == 3 and before.pairs > before.stated > 0
+    assert all(FOLD not in example for example in before.examples)
+    assert before.source == str(datasets / FOLD / "extract" / "validation.jsonl")
+    for test_split in (datasets / FOLD).glob("*/test.jsonl"):
+        test_split.write_text("not a record\n")
+    assert calibrate(LearnedOperators(backend), datasets, FOLD, seed=0, n=3) == before
