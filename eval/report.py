@@ -628,11 +628,10 @@ def table(summary: dict[str, Any]) -> str:
     lines.append(f"{'prompted (base)':<18}{'':>22}{cell(s['overall']):>22}{'':>22}{cell(s['extract']):>22}")
     s = summary["mean"]["symbolic"]
     lines.append(f"{'symbolic (ref.)':<18}{cell(s['overall']):>22}{'':>22}{cell(s['extract']):>22}")
-    if "two-stage-trained" in summary["mean"]:
-        s = summary["mean"]["two-stage-trained"]
-        lines.append(
-            f"{'2-stage trained':<18}{'':>22}{cell(s['overall']):>22}{'':>22}{cell(s['extract']):>22}"
-        )
+    for mode in (m for m in STAGED_MODES if m in summary["mean"]):
+        s = summary["mean"][mode]
+        label = mode.replace("two-stage-", "2-stage ")
+        lines.append(f"{label:<18}{'':>22}{cell(s['overall']):>22}{'':>22}{cell(s['extract']):>22}")
     lines += ["", f"{'All folds':<18}" + "".join(f"{op.capitalize():>22}" for op in DECISIONS)]
     for variant, label in (
         ("two-stage", "learned"),
