@@ -40,12 +40,22 @@ UPDATE_SYSTEM = (
 )
 
 
+HEADER_LINE = re.compile(r"^(?=(?:Date|Commit|Title|Files):)", re.MULTILINE)
+"""A line of a note's own text that would read as one of ``note_block``'s header fields."""
+
+
+def quoted_headers(text: str) -> str:
+    """The note's text with every line that would read as a header field quoted (``> Date: …``),
+    so that only the real header says when, where and what a note is; other text is unchanged."""
+    return HEADER_LINE.sub("> ", text)
+
+
 def note_block(note: Note) -> str:
     title = escape_line(note.title)
     lines = [f"Date: {note.at.isoformat()}", f"Commit: {note.commit or 'none'}", f"Title: {title}"]
     if note.files:
         lines.append(f"Files: {escape_line(', '.join(note.files))}")
-    lines += ["", note.text]
+    lines += ["", quoted_headers(note.text)]
     return "\n".join(lines)
 
 
