@@ -13,7 +13,8 @@ from core.names import known_names, safe_path
 from eval.calibration import CALIBRATION_NOTES
 from operators.backends.factory import BackendConfig
 from operators.engine import MODES
-from operators.learned import EXTRACT_MODES, STAGED_MODES
+from operators.learned import EXTRACT_MODES, STAGED_MODES, mode_adapter
+from operators.registry import DECISIONS, adapters
 from train.config import TrainingRun
 
 
@@ -68,7 +69,8 @@ class LooConfig(TrainingRun):
     field, passed to the build); give the run its own ``datasets_dir`` and ``adapters_dir``."""
     extract_modes: list[str] | None = None
     """The learned extraction variants scored and replayed; unset: every one the adapters allow
-    (the ``STAGED_MODES`` with ``extract_stages``). A parity pass can keep ``[direct]``."""
+    (the ``STAGED_MODES`` with ``extract_stages``). A parity pass can keep ``[direct]``; ``[]``
+    is a decisions-only run, which neither trains nor serves an extract adapter."""
     favour_note: float = 0.0
     """Stage 2 of the two-stage variants adds this to the logits of the note's own tokens (a
     study of values copied from the note; ``LearnedOperators.favour_note``). 0: off."""
@@ -88,6 +90,12 @@ class LooConfig(TrainingRun):
         if self.extract_modes is not None:
             return tuple(self.extract_modes)
         return tuple(m for m in EXTRACT_MODES if self.extract_stages or m not in STAGED_MODES)
+
+    def served_adapters(self) -> tuple[str, ...]:
+        """The adapters the run trains and serves: the decisions' and those its learned
+        extraction modes run on."""
+        used = {*DECISIONS, *(mode_adapter(m) for m in self.learned_modes())}
+        return tuple(a for a in adapters(self.extract_stages) if a in used)
 
     def __post_init__(self) -> None:
         super().__post_init__()

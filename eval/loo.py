@@ -203,7 +203,8 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
             train_adapters(cfg, name, plan.trains(name))
             adapters = adapters_of(cfg, folds[0])
         log = out / "logs" / f"serve-{name}.log"
-        with open_backend(cfg.backend, cfg.model, adapters, list(episodes.values()), log) as backend:
+        needs = cfg.served_adapters()
+        with open_backend(cfg.backend, cfg.model, adapters, list(episodes.values()), log, needs) as backend:
             if isinstance(backend, SymbolicBackend):
                 for fold in folds:
                     for op in DECISIONS:

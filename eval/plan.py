@@ -22,7 +22,8 @@ from train.builds import built
 @dataclass(frozen=True)
 class Plan:
     ops: tuple[str, ...]
-    """The adapters trained per fold (and datasets built per fold)."""
+    """The datasets built per fold, and the adapters a fold may train (a Slurm train task is
+    one of them), of which a run trains those it serves."""
     unbuilt: list[str]
     """Folds whose datasets must be built first."""
     base_missing: bool
@@ -48,17 +49,22 @@ class Run(Protocol):
     model: ModelConfig
     extract_stages: bool
 
+    def served_adapters(self) -> tuple[str, ...]: ...
+
 
 def steps(cfg: Run, adapters_fold: str | None = None, trains: bool = True) -> Plan:
     """``adapters_fold``: one fold's adapters serve every fold. ``trains=False``: the adapters
     are given (``adapters=<dir>``) or not needed, so none is planned."""
     folds, ops = list(cfg.folds or []), adapters(cfg.extract_stages)
     adapter_folds = [adapters_fold] if adapters_fold else folds
+    served = cfg.served_adapters()
     untrained = [
         (fold, op)
         for fold in adapter_folds
         for op in ops
-        if trains and not adapter_finished(adapters_path(cfg.adapters_dir, cfg.model.name, fold, op))
+        if trains
+        and op in served
+        and not adapter_finished(adapters_path(cfg.adapters_dir, cfg.model.name, fold, op))
     ]
     return Plan(
         ops=ops,

@@ -38,6 +38,11 @@ STAGED_MODES: tuple[ExtractMode, ...] = ("two-stage-trained", "two-stage-scored"
 """The modes that run on the ``extract-stages`` adapter."""
 
 
+def mode_adapter(mode: ExtractMode) -> str:
+    """The adapter a learned extraction mode runs on."""
+    return STAGES_ADAPTER if mode in STAGED_MODES else EXTRACT.name
+
+
 def _round_up(n: int, step: int = 64) -> int:
     return -(-n // step) * step
 
@@ -192,7 +197,7 @@ class LearnedOperators:
                 named = list(dict.fromkeys(c.pair for c in claims))
                 out.append(Extraction(claims, [o], named))
             return out
-        adapter = STAGES_ADAPTER if mode in STAGED_MODES else EXTRACT.name
+        adapter = mode_adapter(mode)
         if mode == "two-stage-scored":
             return self._fill_selected(notes, self.score_pairs(notes, adapter), adapter)
         selections = []

@@ -7,10 +7,10 @@ trajectories its adapters trained on (issue 27's data-scaling table).
 Per count k, one child ``scripts/loo.py`` run (an argument list) that trains the fold's own
 adapters on the synthetic scenarios plus the first k other trajectories
 (``real_trajectories=k adapters_fold=null``), under ``<root>/k<k>/`` so no count reuses another's
-datasets or adapters; it leaves out what the table does not read (``extract-stages``, the engine
-replays). ``k`` = 4 is the paper's protocol. A rerun resumes every child. The table
-(compare and update, exact match with 95% CIs, and the trajectories each count trained on) is
-printed and written to ``<root>/scaling.json``.
+datasets or adapters; it leaves out what the table does not read (the extract adapters, with
+``extract_modes=[]``, and the engine replays). ``k`` = 4 is the paper's protocol. A rerun
+resumes every child. The table (compare and update, exact match with 95% CIs, and the
+trajectories each count trained on) is printed and written to ``<root>/scaling.json``.
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ def main() -> None:
             "adapters_fold=null",
             f"real_trajectories={k}",
             "extract_stages=false",
+            "extract_modes=[]",
             "replay=false",
             f"datasets_dir={where / 'datasets'}",
             f"adapters_dir={where / 'adapters'}",
@@ -74,6 +75,7 @@ def main() -> None:
         rows.append({"real_trajectories": k, "trained_on": others[:k], **{m: mean[m] for m in METRICS}})
         print(f"[k={k}] " + "; ".join(f"{m} {cell(mean[m])}" for m in METRICS), flush=True)
 
+    rows.sort(key=lambda row: row["real_trajectories"])
     (root / "scaling.json").write_text(json.dumps({"fold": args.fold, "rows": rows}, indent=2) + "\n")
     print(f"\nheld out: {args.fold}; exact match with 95% CIs")
     print(f"{'real trajectories':>18}  {'compare':>20}  {'update':>20}  trained on")

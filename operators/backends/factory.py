@@ -45,11 +45,11 @@ class BackendConfig:
             raise ValueError(f"backend.kind={self.kind!r}; expected one of {', '.join(BACKENDS)}")
 
 
-def adapter_dirs(root: str | Path) -> dict[str, Path]:
-    """``<root>/<adapter>`` for every operator, each of which must hold a finished adapter, and
-    for each staged adapter that was trained (two-stage-trained extraction runs on it)."""
+def adapter_dirs(root: str | Path, needs: Sequence[str] = OPS) -> dict[str, Path]:
+    """``<root>/<adapter>`` for every finished adapter there; each of ``needs`` (every
+    operator's, unless the run uses fewer) must be one."""
     dirs = {name: Path(root) / name for name in adapters(stages=True)}
-    missing = [str(dirs[op]) for op in OPS if not adapter_finished(dirs[op])]
+    missing = [str(dirs[op]) for op in needs if not adapter_finished(dirs[op])]
     if missing:
         raise BackendError(f"no finished adapter in: {', '.join(missing)} (train them with train.py)")
     return {name: d for name, d in dirs.items() if adapter_finished(d)}
@@ -101,7 +101,10 @@ def open_backend(
     adapters: str | Path | None,
     episodes: Sequence[Episode],
     log: Path,
+    needs: Sequence[str] = OPS,
 ) -> Iterator[Backend]:
+    """``needs``: the adapters that must be finished under ``adapters`` (every other finished one
+    there is loaded too)."""
     if cfg.kind == "symbolic":
         from operators.backends.symbolic import SymbolicBackend
 
@@ -112,7 +115,7 @@ def open_backend(
         return
     if adapters is None:
         raise BackendError(f"backend={cfg.kind} needs adapters=<dir holding extract/, compare/, update/>")
-    dirs = adapter_dirs(adapters)
+    dirs = adapter_dirs(adapters, needs)
     if cfg.kind == "hf":
         from operators.backends.hf import HFBackend
 

@@ -14,7 +14,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from core.config import compose_config
 from core.sources import SHIPPED
-from operators.registry import OPS, STAGES_ADAPTER
+from operators.backends import BackendError
+from operators.backends.factory import adapter_dirs
+from operators.registry import DECISIONS, OPS, STAGES_ADAPTER
 from slurm.config import SubmitConfig
 from slurm.submit import TEMPLATES, SubmitError, parse_job_id, plan, submit
 from tests.conftest import ROOT
@@ -198,3 +200,19 @@ def test_the_accelerate_configs_load_with_accelerates_own_parser() -> None:
     assert fsdp.distributed_type == DistributedType.FSDP
     assert fsdp.fsdp_config["fsdp_cpu_ram_efficient_loading"] is True
     assert fsdp.fsdp_config["fsdp_use_orig_params"] is False
+
+
+def test_a_decisions_only_run_neither_trains_nor_needs_an_extract_adapter(tmp_path: Path) -> None:
+    """``extract_modes=[]`` (scripts/data_scaling.py reads compare and update only): the plan
+    trains the decisions' adapters alone, and a backend opens on a folder without ``extract/``."""
+    cfg = config(tmp_path, "folds=[permissions-flow]", "extract_modes=[]")
+    assert cfg.served_adapters() == DECISIONS
+    jobs = {job.key: job for job in plan(cfg).jobs}
+    assert [OPS[t % len(OPS)] for t in jobs["train"].array] == list(DECISIONS)
+    root = tmp_path / "ad" / cfg.model.name / "permissions-flow"
+    for op in DECISIONS:
+        (root / op).mkdir(parents=True)
+        (root / op / "manifest.json").write_text("{}")
+    assert sorted(adapter_dirs(root, cfg.served_adapters())) == sorted(DECISIONS)
+    with pytest.raises(BackendError, match=f"no finished adapter in: {root / 'extract'}"):
+        adapter_dirs(root)  # a run that scores learned extraction needs it
