@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
@@ -10,6 +11,7 @@ from omegaconf import MISSING
 from core.config import RunConfig
 from core.layout import SYNTHETIC
 from core.names import known_names, safe_path
+from data.config import DataConfig, data_config
 from eval.calibration import CALIBRATION_NOTES
 from operators.backends.factory import BackendConfig
 from operators.engine import MODES
@@ -90,6 +92,13 @@ class LooConfig(TrainingRun):
         if self.extract_modes is not None:
             return tuple(self.extract_modes)
         return tuple(m for m in EXTRACT_MODES if self.extract_stages or m not in STAGED_MODES)
+
+    def data(self, **settings: Any) -> DataConfig:
+        """The data build the run reads: its sources and seed, and the staged data and
+        real-trajectory count it names (``settings`` on top)."""
+        return data_config(
+            self, extract_stages=self.extract_stages, real_trajectories=self.real_trajectories, **settings
+        )
 
     def served_adapters(self) -> tuple[str, ...]:
         """The adapters the run trains and serves: the decisions' and those its learned

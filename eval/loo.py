@@ -13,7 +13,6 @@ from typing import Any
 from core.files import write_atomic
 from core.layout import adapter_finished, adapters_path, run_dir, test_file
 from core.locks import exclusive
-from data.config import data_config
 from data.manifest import fingerprint, write_manifest
 from data.problems import DataError, Problem
 from data.replay import load_trajectory
@@ -37,14 +36,7 @@ def build_datasets(cfg: LooConfig) -> None:
     from data.pipeline import build as build_data
 
     print(f"building datasets into {cfg.datasets_dir}", flush=True)
-    build_data(
-        data_config(
-            cfg,
-            extract_stages=cfg.extract_stages,
-            real_trajectories=cfg.real_trajectories,
-            progress=cfg.progress,
-        )
-    )
+    build_data(cfg.data(progress=cfg.progress))
 
 
 RUN_DATA_KEYS = ("seed", "real_trajectories")
@@ -56,7 +48,7 @@ def check_datasets(cfg: LooConfig) -> None:
     run would train and score on data its manifest does not describe."""
     from data.pipeline import built_otherwise
 
-    if differ := built_otherwise(data_config(cfg), RUN_DATA_KEYS):
+    if differ := built_otherwise(cfg.data(), RUN_DATA_KEYS):
         said = ", ".join(f"{k}={new} (built with {old})" for k, (old, new) in differ.items())
         manifest = Path(cfg.datasets_dir) / "manifest.json"
         raise DataError(

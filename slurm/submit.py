@@ -9,7 +9,7 @@ pending forever. Finished adapters are not trained again and present datasets ar
 so resubmitting a run picks up where it stopped.
 
 Each job gets its own config resolved: this script makes it from the run's typed config with
-the functions scripts/loo.py uses (``train_config``, ``data_config``) and writes it to
+the functions scripts/loo.py uses (``train_config``, ``LooConfig.data``) and writes it to
 ``<runs_dir>/<run>/configs/``; the template hands it over with ``--config-dir``/``--config-name``.
 Every call is an argument list. A failed submission cancels what was already submitted.
 """
@@ -29,7 +29,7 @@ from typing import Any
 
 from core.config import shared
 from core.layout import run_dir
-from data.config import DataConfig, data_config
+from data.config import DataConfig
 from eval.config import LooConfig
 from eval.plan import steps
 from operators.registry import adapters
@@ -96,7 +96,7 @@ def eval_config(cfg: SubmitConfig, fold: str) -> LooConfig:
 def job_configs(cfg: SubmitConfig) -> JobConfigs:
     """Every job's config, made from this run's by the functions scripts/loo.py uses too."""
     return JobConfigs(
-        prepare=data_config(cfg, extract_stages=cfg.extract_stages, progress=False),
+        prepare=cfg.data(progress=False),
         train={
             (fold, op): train_config(cfg, fold, op, prepare=False)
             for fold in cfg.folds

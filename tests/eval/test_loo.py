@@ -239,3 +239,17 @@ def test_extract_modes_are_checked_against_the_adapters(export_dir: Path) -> Non
         LooConfig(folds=FOLDS, exports=[str(export_dir)], extract_modes=["three-stage"])
     with pytest.raises(ValueError, match="needs extract_stages=true"):
         LooConfig(folds=FOLDS, exports=[str(export_dir)], extract_modes=["two-stage-trained"])
+
+
+def test_a_run_naming_a_real_trajectory_count_reads_the_datasets_it_built(
+    export_dir: Path, tmp_path: Path
+) -> None:
+    """``real_trajectories=k`` once built its datasets with k and then refused them as built with
+    k where the run had None (scripts/data_scaling.py failed so on every count)."""
+    cfg = config(tmp_path, tmp_path / "datasets", export_dir)
+    cfg.real_trajectories = 1
+    summary = evaluate(cfg)
+    assert summary["folds"][FOLDS[0]]["symbolic"]["compare"]["mean"] == 1.0
+    cfg.real_trajectories, cfg.run = 2, "other"
+    with pytest.raises(DataError, match=r"this run has real_trajectories=2 \(built with 1\)"):
+        evaluate(cfg)
