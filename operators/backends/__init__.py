@@ -7,6 +7,7 @@ looking like a transport problem, so only transport problems are retried.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -40,9 +41,6 @@ class Completion:
     refused: str | None = None
     """Why the backend refused this one request (vLLM's HTTP 400, or the hf backend's own check:
     a prompt longer than the model's context): the sample fails with it and the run goes on."""
-    top_logprobs: dict[str, float] | None = None
-    """Log-probabilities at the first position, by token (``token_id:<n>``), when a probe asked
-    the server for them."""
 
 
 @dataclass(frozen=True)
@@ -52,14 +50,14 @@ class Probe:
     adapter: str
     messages: Messages
     options: tuple[str, ...]
-    """The answers to weigh; each is scored by its first token after the generation prompt, so
-    their first tokens must differ."""
+    """The answers to weigh, each as the start of the reply after the generation prompt (``yes``,
+    or ``{"pairs":["a.b"``): scored by the probability of all its tokens, teacher-forced."""
 
 
 @dataclass(frozen=True)
 class Odds:
     probs: tuple[float, ...]
-    """One per option: its first token's probability, renormalized over the options."""
+    """One per option: the probability of its tokens, renormalized over the options."""
     latency_s: float
     """As ``Completion.latency_s``."""
     refused: str | None = None
@@ -69,26 +67,34 @@ class BackendError(RuntimeError):
     """The backend could not answer at all (server unreachable, retries spent, bad adapter)."""
 
 
-def first_tokens(prompt: list[int], begun: Sequence[list[int]], options: Sequence[str]) -> list[int]:
-    """Each option's first token: where ``begun`` (the prompt's tokens with that option started
-    after it) leaves ``prompt``. Refused when an option does not start a token of its own, or
-    two options start with the same token, since a probe could not tell them apart."""
-    firsts = []
-    for option, ids in zip(options, begun, strict=True):
-        if ids[: len(prompt)] != prompt or len(ids) == len(prompt):
-            raise BackendError(f"the option {option!r} does not start a new token after the prompt")
-        firsts.append(ids[len(prompt)])
-    if len(set(firsts)) != len(firsts):
-        raise BackendError(
-            f"the options {list(options)} share their first token: a probe cannot tell them apart"
-        )
-    return firsts
+def parting(rows: Sequence[list[int]], options: Sequence[str]) -> int:
+    """Where the token rows of one probe's options (the prompt with each option begun after it,
+    tokenized in context) part: the length of the prefix they all share. Each option is scored
+    by its tokens from there on, so the shared part, which every option has alike, drops out.
+    Refused when an option has no token of its own there (two options tokenize alike, or one is
+    the other's start), since a probe could not tell them apart."""
+    part = min(map(len, rows))
+    part = next((k for k in range(part) if len({row[k] for row in rows}) > 1), part)
+    for option, row in zip(options, rows, strict=True):
+        if len(row) == part:
+            raise BackendError(
+                f"the option {option!r} has no token of its own beside the options {list(options)}: "
+                "a probe cannot tell them apart"
+            )
+    return part
+
+
+def renormalized(logprobs: Sequence[float]) -> tuple[float, ...]:
+    """Probabilities from per-option log-probabilities, over the options only."""
+    peak = max(logprobs)
+    weights = [math.exp(x - peak) for x in logprobs]
+    return tuple(w / sum(weights) for w in weights)
 
 
 class Backend(Protocol):
     def complete(self, requests: Sequence[Request]) -> list[Completion]: ...
 
     def probe(self, probes: Sequence[Probe]) -> list[Odds]:
-        """The options' probabilities at the answer's first token, from one forward pass each
-        (no decoding): how a selection scores every catalog pair."""
+        """The options' probabilities, read teacher-forced (no decoding): how a selection scores
+        every catalog pair."""
         ...

@@ -21,7 +21,17 @@ from typing import Any
 
 from core.determinism import deterministic_cpu
 from operators.adapters import check_adapter
-from operators.backends import BASE, BackendError, Completion, Messages, Odds, Probe, Request, first_tokens
+from operators.backends import (
+    BASE,
+    BackendError,
+    Completion,
+    Messages,
+    Odds,
+    Probe,
+    Request,
+    parting,
+    renormalized,
+)
 
 IM_END = "<|im_end|>"
 PREFIX = "op_"
@@ -60,14 +70,14 @@ TAIL = 64
 """The most tokens a row may keep of its own and still join a group (``shared_prefixes``)."""
 
 
-def shared_prefixes(rows: list[list[int]]) -> list[tuple[int, list[int]]]:
+def shared_prefixes(rows: list[list[int]], starts: list[int]) -> list[tuple[int, list[int]]]:
     """Rows grouped by a common token prefix: (prefix length, row indices) per group.
 
-    The probes of one note differ only in their last paragraph, so sorted by tokens they sit
-    together. A row joins the group before it when all but its last ``TAIL`` tokens are the
-    group's; probes of two notes that share only the catalog start groups of their own. The
-    prefix stops one token short of the shortest row, so every row keeps a token to read the
-    answer after.
+    The probes of one note differ only in their last paragraph and their options, so sorted by
+    tokens they sit together. A row joins the group before it when all but its last ``TAIL``
+    tokens are the group's; probes of two notes that share only the catalog start groups of
+    their own. The prefix stops one token short of the earliest token a member scores
+    (``starts``), so the logits that score it come from the member's own remainder.
     """
     order = sorted(range(len(rows)), key=lambda i: rows[i])
     groups: list[tuple[int, list[int]]] = []
@@ -79,32 +89,24 @@ def shared_prefixes(rows: list[list[int]]) -> list[tuple[int, list[int]]]:
                 groups[-1] = (common, [*members, i])
                 continue
         groups.append((len(rows[i]), [i]))
-    return [(min(shared, *(len(rows[i]) - 1 for i in members)), members) for shared, members in groups]
+    return [(min(shared, *(starts[i] - 1 for i in members)), members) for shared, members in groups]
 
 
-def option_tokens(tokenizer: Any, prompt: str, options: Sequence[str]) -> list[int]:
-    """Each option's first token as it follows ``prompt`` (tokenized in context, not alone)."""
-    base = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-    begun = [tokenizer(prompt + option, add_special_tokens=False)["input_ids"] for option in options]
-    return first_tokens(base, begun, options)
-
-
-def read_options(model: Any, rows: list[list[int]], options: list[int], batch: int) -> list[list[float]]:
-    """The options' probabilities after each row of token ids, renormalized over the options.
+def read_continuations(model: Any, rows: list[list[int]], starts: list[int], batch: int) -> list[float]:
+    """Each row's log-probability of its tokens from ``starts`` on, teacher-forced.
 
     Rows that share a prefix (``shared_prefixes``) run it once: its key/value cache is copied
     for each batch of their remainders, which are right-padded so positions stay contiguous.
     """
     import torch
 
-    out: list[list[float]] = [[] for _ in rows]
-    pick = torch.tensor(options)
+    out = [0.0] * len(rows)
     with torch.inference_mode():
-        for shared, members in shared_prefixes(rows):
+        for shared, members in shared_prefixes(rows, starts):
             prefix = torch.tensor([rows[members[0]][:shared]], device=model.device)
             cache = model(input_ids=prefix, use_cache=True).past_key_values
-            for start in range(0, len(members), batch):
-                chunk = members[start : start + batch]
+            for begin in range(0, len(members), batch):
+                chunk = members[begin : begin + batch]
                 tails = [rows[i][shared:] for i in chunk]
                 width = max(map(len, tails))
                 ids = torch.zeros(len(chunk), width, dtype=torch.long)
@@ -115,16 +117,21 @@ def read_options(model: Any, rows: list[list[int]], options: list[int], batch: i
                     mask[r, shared : shared + len(tail)] = 1
                 past = copy.deepcopy(cache)
                 past.batch_repeat_interleave(len(chunk))
-                logits = model(
-                    input_ids=ids.to(model.device),
-                    attention_mask=mask.to(model.device),
-                    past_key_values=past,
-                    use_cache=True,
-                ).logits.float()
-                last = torch.tensor([len(t) - 1 for t in tails])
-                chosen = logits[torch.arange(len(chunk)), last].log_softmax(-1)[:, pick.to(logits.device)]
-                for i, row in zip(chunk, chosen.softmax(-1).tolist(), strict=True):
-                    out[i] = row
+                logprobs = (
+                    model(
+                        input_ids=ids.to(model.device),
+                        attention_mask=mask.to(model.device),
+                        past_key_values=past,
+                        use_cache=True,
+                    )
+                    .logits.float()
+                    .log_softmax(-1)
+                )
+                for r, i in enumerate(chunk):
+                    # Tail position t - 1 - shared predicts the row's token t.
+                    scored = torch.arange(starts[i], len(rows[i]))
+                    picked = logprobs[r, scored - 1 - shared, torch.tensor(rows[i])[scored]]
+                    out[i] = picked.sum().item()
     return out
 
 
@@ -256,28 +263,40 @@ class HFBackend:
 
     def probe(self, probes: Sequence[Probe]) -> list[Odds]:
         out: list[Odds | None] = [None] * len(probes)
-        groups: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+        by_adapter: dict[str, list[int]] = {}
         positions = self.model.config.max_position_embeddings
         for i, p in enumerate(probes):
             self._check(p.adapter)
-            groups.setdefault((p.adapter, p.options), []).append(i)
-        for (adapter, options), idx in groups.items():
-            texts = [prompt_text(self.tokenizer, probes[i].messages) for i in idx]
-            rows = [self.tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
-            fits = [k for k, row in enumerate(rows) if len(row) + 1 <= positions]
-            for k in set(range(len(idx))) - set(fits):
-                n = len(rows[k])
-                said = f"the prompt's {n} tokens and 1 to read exceed the model's {positions} positions"
-                out[idx[k]] = Odds((), 0.0, refused=said)
-            if not fits:
+            by_adapter.setdefault(p.adapter, []).append(i)
+        for adapter, idx in by_adapter.items():
+            rows: list[list[int]] = []
+            starts: list[int] = []
+            owners: list[int] = []
+            for i in idx:
+                text = prompt_text(self.tokenizer, probes[i].messages)
+                begun = [
+                    self.tokenizer(text + o, add_special_tokens=False)["input_ids"] for o in probes[i].options
+                ]
+                longest = max(map(len, begun))
+                if longest > positions:
+                    said = (
+                        f"the prompt and its longest option, {longest} tokens, exceed the "
+                        f"model's {positions} positions"
+                    )
+                    out[i] = Odds((), 0.0, refused=said)
+                    continue
+                part = parting(begun, probes[i].options)
+                rows += begun
+                starts += [part] * len(begun)
+                owners.append(i)
+            if not owners:
                 continue
-            firsts = option_tokens(self.tokenizer, texts[fits[0]], options)
             began = time.perf_counter()
             with self._running(adapter):
-                probs = read_options(self.model, [rows[k] for k in fits], firsts, self.batch_size)
-            share = (time.perf_counter() - began) / len(fits)
-            for k, row in zip(fits, probs, strict=True):
-                out[idx[k]] = Odds(tuple(row), share)
+                logprobs = iter(read_continuations(self.model, rows, starts, self.batch_size))
+            share = (time.perf_counter() - began) / len(owners)
+            for i in owners:
+                out[i] = Odds(renormalized([next(logprobs) for _ in probes[i].options]), share)
         return [o for o in out if o is not None]
 
     def _check(self, adapter: str) -> None:

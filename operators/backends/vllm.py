@@ -13,13 +13,12 @@ any other refusal (401, 404: a wrong key, an adapter not served) stops the run.
 from __future__ import annotations
 
 import asyncio
-import math
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from operators.backends import BASE, BackendError, Completion, Messages, Odds, Probe, Request, first_tokens
+from operators.backends import BASE, BackendError, Completion, Odds, Probe, Request, parting, renormalized
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -42,47 +41,75 @@ class VLLMBackend:
         return asyncio.run(self._all(requests))
 
     def probe(self, probes: Sequence[Probe]) -> list[Odds]:
-        """One token per probe, with the log-probabilities of the options' first tokens at that
-        position (vLLM's ``logprob_token_ids``, from the raw distribution as the hf backend reads
-        it). The first tokens come from the served tokenizer, in context (``_first_tokens``)."""
-        out: list[Odds | None] = [None] * len(probes)
-        groups: dict[tuple[str, ...], list[int]] = {}
-        for i, p in enumerate(probes):
-            groups.setdefault(p.options, []).append(i)
-        for options, idx in groups.items():
-            ids = asyncio.run(self._first_tokens(probes[idx[0]].messages, options))
-            reading = {"logprobs": True, "logprob_token_ids": ids, "return_tokens_as_token_ids": True}
-            readings = [Request(probes[i].adapter, probes[i].messages, None, 1) for i in idx]
-            for i, c in zip(idx, asyncio.run(self._all(readings, reading)), strict=True):
-                out[i] = _odds(c, ids)
-        return [o for o in out if o is not None]
+        """Each option's tokens read teacher-forced, through the completions endpoint on token
+        ids: for every prefix the options of a probe pass through (a token trie), one request of
+        one token reads the log-probabilities of the tokens the options take next there
+        (``logprob_token_ids``, from the raw distribution as the hf backend reads it). A yes/no
+        probe is one request; every request is a prompt the prefix cache mostly holds, which
+        vLLM's prompt logprobs would not read. The rows come from the served chat template and
+        tokenizer (``/tokenize``), in context."""
+        return asyncio.run(self._probe(probes))
 
-    async def _first_tokens(self, messages: Messages, options: Sequence[str]) -> list[int]:
-        """Each option's first token id after the generation prompt, as the served chat template
-        and tokenizer render it (vLLM's ``/tokenize`` on the chat, then with the option begun)."""
-        before = await self._tokenize({"messages": messages, "add_generation_prompt": True})
-        begun = [
-            await self._tokenize(
-                {
-                    "messages": [*messages, {"role": "assistant", "content": option}],
-                    "add_generation_prompt": False,
-                    "continue_final_message": True,
-                }
+    async def _probe(self, probes: Sequence[Probe]) -> list[Odds]:
+        rows = [await self._option_rows(p) for p in probes]  # a probe's options at once
+        parts = [parting(begun, p.options) for p, begun in zip(probes, rows, strict=True)]
+        nexts: dict[tuple[str, tuple[int, ...]], set[int]] = {}
+        for p, begun, part in zip(probes, rows, parts, strict=True):
+            for row in begun:
+                for t in range(part, len(row)):
+                    nexts.setdefault((p.adapter, tuple(row[:t])), set()).add(row[t])
+        client, gate = self._client(), asyncio.Semaphore(self.concurrency)
+        async with client:
+            if self.base_model is None and any(p.adapter == BASE for p in probes):
+                self.base_model = await self._base(client)
+            read = await asyncio.gather(
+                *(self._read(client, gate, adapter, ids, sorted(n)) for (adapter, ids), n in nexts.items())
             )
-            for option in options
-        ]
-        return first_tokens(before, begun, options)
+        readings = dict(zip(nexts, read, strict=True))
+        out = []
+        for p, begun, part in zip(probes, rows, parts, strict=True):
+            used = {(p.adapter, tuple(row[:t])) for row in begun for t in range(part, len(row))}
+            seconds = sum(readings[k][1] for k in used)
+            refused = next((readings[k][2] for k in used if readings[k][2]), None)
+            if refused:
+                out.append(Odds((), seconds, refused=refused))
+                continue
+            logprobs = [
+                sum(readings[p.adapter, tuple(row[:t])][0][row[t]] for t in range(part, len(row)))
+                for row in begun
+            ]
+            out.append(Odds(renormalized(logprobs), seconds))
+        return out
 
-    async def _all(
-        self, requests: Sequence[Request], reading: dict[str, Any] | None = None
-    ) -> list[Completion]:
+    async def _option_rows(self, probe: Probe) -> list[list[int]]:
+        """The token ids of the prompt with each option begun as the reply, as the served chat
+        template and tokenizer render them (``/tokenize``, continuing the assistant message)."""
+        return list(
+            await asyncio.gather(
+                *(
+                    self._tokenize(
+                        {
+                            "messages": [*probe.messages, {"role": "assistant", "content": option}],
+                            "add_generation_prompt": False,
+                            "continue_final_message": True,
+                        }
+                    )
+                    for option in probe.options
+                )
+            )
+        )
+
+    def _client(self) -> AsyncOpenAI:
+        """An OpenAI client on the server; retries are ours (transport errors only), so the
+        client's own are off."""
         from openai import AsyncOpenAI
 
-        # Retries are ours (transport errors only), so the client's own are off.
-        client = AsyncOpenAI(
+        return AsyncOpenAI(
             base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s, max_retries=0
         )
-        gate = asyncio.Semaphore(self.concurrency)
+
+    async def _all(self, requests: Sequence[Request]) -> list[Completion]:
+        client, gate = self._client(), asyncio.Semaphore(self.concurrency)
         async with client:
             if self.base_model is None and any(r.adapter == BASE for r in requests):
                 self.base_model = await self._base(client)
@@ -93,7 +120,7 @@ class VLLMBackend:
             ]
             return list(
                 await asyncio.gather(
-                    *(self._one(client, gate, r, reading, b) for r, b in zip(requests, biases, strict=True))
+                    *(self._one(client, gate, r, b) for r, b in zip(requests, biases, strict=True))
                 )
             )
 
@@ -133,45 +160,95 @@ class VLLMBackend:
         client: AsyncOpenAI,
         gate: asyncio.Semaphore,
         request: Request,
-        reading: dict[str, Any] | None = None,
         bias: dict[str, float] | None = None,
     ) -> Completion:
-        import openai
-
         extra: dict[str, Any] = (
             {"structured_outputs": {"json": request.json_schema}} if request.json_schema else {}
         )
         if bias:
             extra["logit_bias"] = bias
-        extra |= reading or {}
+        response, seconds, refused = await self._call(
+            gate,
+            request.adapter,
+            lambda: client.chat.completions.create(
+                model=self._served(request.adapter),
+                messages=request.messages,  # type: ignore[arg-type]
+                max_tokens=request.max_tokens,
+                temperature=0,
+                extra_body=extra or None,
+            ),
+        )
+        if refused:
+            return Completion("", seconds, 0, refused=refused)
+        return self._completion(request, response, seconds)
+
+    async def _read(
+        self,
+        client: AsyncOpenAI,
+        gate: asyncio.Semaphore,
+        adapter: str,
+        ids: tuple[int, ...],
+        tokens: list[int],
+    ) -> tuple[dict[int, float], float, str | None]:
+        """The log-probabilities of ``tokens`` right after the prompt ``ids``: (by token, seconds,
+        why the server refused it)."""
+        response, seconds, refused = await self._call(
+            gate,
+            adapter,
+            lambda: client.completions.create(
+                model=self._served(adapter),
+                prompt=list(ids),
+                max_tokens=1,
+                temperature=0,
+                logprobs=1,
+                extra_body={"logprob_token_ids": tokens, "return_tokens_as_token_ids": True},
+            ),
+        )
+        if refused:
+            return {}, seconds, refused
+        try:
+            top = response.choices[0].logprobs.top_logprobs[0]
+            return {t: top[f"token_id:{t}"] for t in tokens}, seconds, None
+        except (AttributeError, IndexError, KeyError, TypeError) as e:
+            raise BackendError(
+                f"{self.base_url}: the reply to a {adapter} probe holds no log-probability for "
+                f"{type(e).__name__}: {e}: {str(response)[:200]!r}"
+            ) from e
+
+    def _served(self, adapter: str) -> str:
+        """The model name a request asks for: the adapter's, or the base's for ``BASE``."""
+        return self.base_model if adapter == BASE and self.base_model else adapter
+
+    async def _call(
+        self, gate: asyncio.Semaphore, adapter: str, create: Callable[[], Awaitable[Any]]
+    ) -> tuple[Any, float, str | None]:
+        """One request under the concurrency bound, retried on transport failures only:
+        (response, seconds, None), or (None, seconds, reason) when the server refused this request
+        alone (HTTP 400: too long, a bad schema)."""
+        import openai
+
         for attempt in range(self.retries + 1):
             async with gate:
                 began = time.perf_counter()
                 try:
-                    response = await client.chat.completions.create(
-                        model=self.base_model if request.adapter == BASE else request.adapter,
-                        messages=request.messages,  # type: ignore[arg-type]
-                        max_tokens=request.max_tokens,
-                        temperature=0,
-                        extra_body=extra or None,
-                    )
+                    response = await create()
                 except (openai.APIConnectionError, openai.InternalServerError, openai.RateLimitError) as e:
                     failure: Exception = e
                 except openai.AuthenticationError as e:
                     raise BackendError(f"{self.base_url}: the server refused the API key (HTTP 401)") from e
-                except openai.BadRequestError as e:  # this request only (too long, bad schema)
-                    return Completion("", time.perf_counter() - began, 0, refused=f"HTTP 400: {e.message}")
+                except openai.BadRequestError as e:
+                    return None, time.perf_counter() - began, f"HTTP 400: {e.message}"
                 except openai.APIStatusError as e:
                     raise BackendError(
-                        f"{self.base_url}: the server refused a {request.adapter} request "
+                        f"{self.base_url}: the server refused a {adapter} request "
                         f"(HTTP {e.status_code}): {e.message}"
                     ) from e
                 else:
-                    return self._completion(request, response, time.perf_counter() - began)
+                    return response, time.perf_counter() - began, None
             if attempt < self.retries:
                 await asyncio.sleep(self.backoff_s * 2**attempt)
         raise BackendError(
-            f"{self.base_url}: no answer to a {request.adapter} request after {self.retries + 1} attempts "
+            f"{self.base_url}: no answer to a {adapter} request after {self.retries + 1} attempts "
             f"({type(failure).__name__}: {failure}); is the server up?"
         )
 
@@ -186,24 +263,4 @@ class VLLMBackend:
             ) from e
         usage = getattr(response, "usage", None)
         tokens = usage.completion_tokens if usage else 0
-        logprobs = getattr(response.choices[0], "logprobs", None)
-        top = None
-        if logprobs is not None and logprobs.content:
-            top = {t.token: t.logprob for t in logprobs.content[0].top_logprobs}  # "token_id:<n>"
-        return Completion(text=text, latency_s=seconds, completion_tokens=tokens, top_logprobs=top)
-
-
-def _odds(completion: Completion, ids: Sequence[int]) -> Odds:
-    """The options' probabilities from the logprobs of their first tokens, renormalized."""
-    if completion.refused:
-        return Odds((), completion.latency_s, refused=completion.refused)
-    top = completion.top_logprobs or {}
-    try:
-        found = [top[f"token_id:{i}"] for i in ids]
-    except KeyError as e:
-        raise BackendError(
-            f"the server returned no logprob for token {e} of a probe: {sorted(top)[:5]}"
-        ) from e
-    peak = max(found)
-    weights = [math.exp(x - peak) for x in found]
-    return Odds(tuple(w / sum(weights) for w in weights), completion.latency_s)
+        return Completion(text=text, latency_s=seconds, completion_tokens=tokens)

@@ -1,5 +1,5 @@
 """Selection by scoring: every catalog pair asked on its own, its "yes" read as a probability,
-and the threshold placed on validation notes only."""
+and the threshold placed on validation notes only; probes of options of many tokens."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ from core.models import model_config
 from core.records import Note
 from data.replay import load_trajectory
 from eval.calibration import best_threshold, calibrate
-from operators.backends import BackendError, Probe
-from operators.backends.hf import HFBackend, option_tokens, prompt_text, read_options, shared_prefixes
+from operators.backends import BackendError, Probe, parting
+from operators.backends.hf import HFBackend, prompt_text, read_continuations, shared_prefixes
 from operators.backends.symbolic import SymbolicBackend
 from operators.learned import LearnedOperators
-from operators.prompts import SCORE_OPTIONS, catalog_pairs, extract_messages, score_messages
+from operators.prompts import SCORE_OPTIONS, catalog_pairs, extract_messages, score_messages, select_messages
 from operators.registry import STAGES_ADAPTER
-from operators.schemas import MAX_PAIRS
+from operators.schemas import MAX_PAIRS, Selection
 from tests.conftest import shipped
 
 FOLD = "patch-guardrails"
@@ -54,33 +54,42 @@ def test_the_catalog_is_read_back_from_a_prompt(episode) -> None:
 
 
 def test_a_shared_prefix_reads_what_a_full_forward_pass_reads(bare: HFBackend, episode) -> None:
-    """Each note's probes run its prefix once; the probabilities are those of running every
-    probe whole, and each note's probes form one group."""
+    """Each note's option rows run its prefix once; every option's log-probability, over all its
+    tokens, is that of running its row whole, and each note's rows form one group. The options
+    are the stage-1 answers of one pair each: many tokens, parting inside the shared JSON."""
     import torch
 
     notes = [s.note() for s in episode.sessions[:2]]
     pairs = episode.catalog.pairs()
-    texts = [prompt_text(bare.tokenizer, score_messages(n, episode.catalog, p)) for n in notes for p in pairs]
-    rows = [bare.tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
-    groups = shared_prefixes(rows)
+    options = tuple(Selection(pairs=[p]).model_dump_json() for p in pairs)
+    rows: list[list[int]] = []
+    starts: list[int] = []
+    for note in notes:
+        text = prompt_text(bare.tokenizer, select_messages(note, episode.catalog))
+        begun = [bare.tokenizer(text + o, add_special_tokens=False)["input_ids"] for o in options]
+        rows += begun
+        starts += [parting(begun, options)] * len(begun)
+    assert min(len(row) - start for row, start in zip(rows, starts, strict=True)) > 1
+    groups = shared_prefixes(rows, starts)
     assert sorted(sorted(members) for _, members in groups) == [
         list(range(len(pairs))),
         list(range(len(pairs), 2 * len(pairs))),
     ]
-    firsts = option_tokens(bare.tokenizer, texts[0], SCORE_OPTIONS)
-    shared = read_options(bare.model, rows, firsts, batch=3)
+    shared = read_continuations(bare.model, rows, starts, batch=3)
     with torch.inference_mode():
-        for row, got in zip(rows, shared, strict=True):
-            logits = bare.model(input_ids=torch.tensor([row])).logits[0, -1].float()
-            want = logits.log_softmax(-1)[firsts].softmax(-1).tolist()
-            assert got == pytest.approx(want, abs=1e-4)
-            assert sum(got) == pytest.approx(1.0)
+        for row, start, got in zip(rows, starts, shared, strict=True):
+            logprobs = bare.model(input_ids=torch.tensor([row])).logits[0].float().log_softmax(-1)
+            want = sum(logprobs[t - 1, row[t]].item() for t in range(start, len(row)))
+            assert got == pytest.approx(want, abs=1e-3)
+    odds = bare.probe([Probe("base", select_messages(n, episode.catalog), options) for n in notes])
+    assert all(sum(o.probs) == pytest.approx(1.0) for o in odds)
 
 
-def test_options_that_share_a_first_token_are_refused(bare: HFBackend, episode) -> None:
+def test_options_a_probe_cannot_tell_apart_are_refused(bare: HFBackend, episode) -> None:
     messages = score_messages(episode.sessions[0].note(), episode.catalog, episode.catalog.pairs()[0])
-    with pytest.raises(BackendError, match="share their first token"):
-        bare.probe([Probe("base", messages, ("yes", "yes!"))])
+    for alike in (("yes", "yes"), ("yes", "yes!")):
+        with pytest.raises(BackendError, match="has no token of its own"):
+            bare.probe([Probe("base", messages, alike)])
 
 
 def test_a_probe_past_the_models_positions_fails_alone(bare: HFBackend, episode) -> None:

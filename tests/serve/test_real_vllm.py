@@ -150,14 +150,18 @@ def test_the_prompted_baseline_runs_on_the_served_base(server: VLLMServer, backe
 
 
 def test_a_probe_reads_what_the_hf_backend_reads(backend, trained_adapters: Path, tiny_model: Path) -> None:
-    """The scoring selection's probabilities from vLLM's top logprobs match those the hf backend
-    reads from its logits, on the same unquantized weights and adapter."""
+    """Probe probabilities read by vLLM (one-token requests with ``logprob_token_ids``, on token
+    ids) match those the hf backend reads from its logits, on the same unquantized weights and
+    adapter: the scoring selection's yes/no, and options of many tokens (the stage-1 answers of
+    one pair each), which vLLM reads a token at a time."""
     from dataclasses import replace
 
     from core.models import model_config
     from data.replay import load_trajectory
+    from operators.backends import Probe
     from operators.backends.hf import HFBackend
-    from operators.prompts import score_messages
+    from operators.prompts import score_messages, select_messages
+    from operators.schemas import Selection
     from tests.conftest import SHARED_EXPORT, shipped
 
     episode = load_trajectory(FOLD, shipped(SHARED_EXPORT))
@@ -173,6 +177,12 @@ def test_a_probe_reads_what_the_hf_backend_reads(backend, trained_adapters: Path
     local = LearnedOperators(hf).probe("score", asks)
     for got, want in zip(served, local, strict=True):
         assert got.refused is None and sum(got.probs) == pytest.approx(1.0)
+        assert got.probs == pytest.approx(want.probs, abs=0.01)
+    answers = tuple(Selection(pairs=[p]).model_dump_json() for p in pairs)
+    notes = [s.note() for s in episode.sessions[:2]]
+    lists = [Probe(STAGES_ADAPTER, select_messages(n, episode.catalog), answers) for n in notes]
+    for got, want in zip(backend.probe(lists), hf.probe(lists), strict=True):
+        assert got.refused is None and len(got.probs) == len(pairs)
         assert got.probs == pytest.approx(want.probs, abs=0.01)
 
 
