@@ -81,7 +81,7 @@ def build_pool(
         if stages:
             mix = random.Random(f"{seed}:stages:{episode.id}")
             direct = pool.by_episode[episode.id][EXTRACT.name]
-            stages_of = stage_examples(episode, random.Random(f"{seed}:score:{episode.id}"))
+            stages_of = stage_examples(episode)
             pool.by_episode[episode.id][STAGES_ADAPTER] = mix_stages(direct, stages_of, stage_ratio, mix)
     return pool
 
@@ -238,7 +238,7 @@ def card(
         }
         if op == STAGES_ADAPTER:
             stage = Counter(json.loads(r["inputs"]).get("stage", "direct") for r in rows)
-            ops[op]["stage"] = {k: stage[k] for k in ("direct", "select", "score", "fill")}
+            ops[op]["stage"] = {k: stage[k] for k in ("direct", "select", "fill")}
     synthetic = [e for e in episodes if e.source == "synthetic"]
     train = [e for e in synthetic if not is_validation(e.id, validation_fraction)]
     tests = {

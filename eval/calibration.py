@@ -1,8 +1,8 @@
 """The threshold of the scoring selection, chosen on validation data only.
 
-A scoring selection keeps every catalog pair whose "yes" is at least ``threshold`` likely. The
-threshold is the one that maximizes selection F1 over every catalog pair of a sample of
-validation notes: the validation split of the fold the adapter was trained on, which holds no
+A scoring selection keeps every catalog pair at least ``threshold`` likely to be the stage-1
+answer. The threshold is the one that maximizes selection F1 over every catalog pair of a sample
+of validation notes: the validation split of the fold the adapter was trained on, which holds no
 held-out trajectory (``data.build.check_leakage``). The held-out fold's own files are never read
 here, so no held-out label can move the threshold.
 """
@@ -17,12 +17,12 @@ from typing import Any
 
 from core.layout import dataset_dir
 from operators.learned import LearnedOperators
-from operators.prompts import catalog_pairs, score_task, with_task
+from operators.prompts import SELECT_TASK, catalog_pairs, selection_answers, with_task
 from operators.registry import EXTRACT, STAGES_ADAPTER
 
 CALIBRATION_NOTES = 32
-"""Validation notes scored against every pair of their catalog (1,376 probes on the 43-pair
-synthetic catalog): enough positives to place a threshold, a minute or two on a CPU."""
+"""Validation notes scored against every pair of their catalog (1,376 pairs on the 43-pair
+synthetic catalog, one probe per note): enough positives to place a threshold."""
 
 
 @dataclass(frozen=True)
@@ -73,18 +73,22 @@ def best_threshold(scored: list[tuple[float, bool]]) -> tuple[float, float, floa
 def calibrate(
     ops: LearnedOperators, datasets_dir: str | Path, fold: str, seed: int, n: int = CALIBRATION_NOTES
 ) -> Calibration:
-    """Probe every catalog pair of ``n`` validation notes of ``fold`` (the adapter's training
-    fold) on the ``extract-stages`` adapter, with the prompts inference sends, and place the
+    """Score every catalog pair of ``n`` validation notes of ``fold`` (the adapter's training
+    fold) on the ``extract-stages`` adapter, with the probes inference sends, and place the
     threshold."""
     path, rows = validation_notes(datasets_dir, fold, n, seed)
     asks, stated = [], []
     for row in rows:
         gold = {f"{c['entity']}.{c['slot']}" for c in json.loads(row["completion"][0]["content"])["claims"]}
-        for pair in catalog_pairs(row["prompt"]):
-            asks.append((STAGES_ADAPTER, with_task(row["prompt"], score_task(pair))))
-            stated.append(pair in gold)
-    odds = ops.probe("calibrate", asks)
-    scored = [(o.probs[0], s) for o, s in zip(odds, stated, strict=True) if not o.refused]
+        pairs = catalog_pairs(row["prompt"])
+        asks.append((STAGES_ADAPTER, with_task(row["prompt"], SELECT_TASK), selection_answers(pairs)))
+        stated.append([pair in gold for pair in pairs])
+    scored = [
+        (q, s)
+        for odds, marks in zip(ops.probe("calibrate", asks), stated, strict=True)
+        if not odds.refused
+        for q, s in zip(odds.probs[:-1], marks, strict=True)
+    ]
     threshold, precision, recall, f1 = best_threshold(scored)
     return Calibration(
         threshold,

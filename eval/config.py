@@ -31,7 +31,7 @@ class ReplayConfig(RunConfig):
     """direct | two-stage | two-stage-trained | two-stage-scored (the last two need an
     ``extract-stages`` adapter)."""
     threshold: float = 0.5
-    """two-stage-scored: the probability of "yes" a pair needs; a LOO run places it on
+    """two-stage-scored: the probability a pair needs to be selected; a LOO run places it on
     validation data (``eval.calibration``) and writes it to its ``calibration/``."""
     backend: BackendConfig = field(default_factory=BackendConfig)
     adapters: str | None = None

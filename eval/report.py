@@ -442,8 +442,9 @@ def extraction_sections(summary: dict[str, Any]) -> list[str]:
         "`direct` asks for every claim at once; `two-stage` selects the pairs, then fills each, under "
         "grammars, on the extract adapter trained on direct prompts only (the paper's decoder); "
         "`two-stage-trained` makes the same calls on an adapter trained with the stage examples too; "
-        "`two-stage-scored` asks that adapter about each catalog pair on its own and keeps the pairs "
-        'whose "yes" reaches a threshold placed on validation notes.',
+        "`two-stage-scored` reads that adapter's stage-1 answer instead of decoding it: each catalog "
+        "pair is scored by the probability that the answer is that pair alone, and the pairs at a "
+        "threshold placed on validation notes are kept.",
         "",
         "",
         "Engine keys: the share of final-state keys right when this variant's extraction feeds the "

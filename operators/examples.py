@@ -22,15 +22,7 @@ from pydantic import BaseModel
 from core.sessions import Episode
 from memory import ENVS, Claim, Evidence
 from memory.evidence import EVIDENCE_TYPES, evidence_score
-from operators.prompts import (
-    SCORE_OPTIONS,
-    Messages,
-    completion,
-    extract_messages,
-    fill_messages,
-    score_messages,
-    select_messages,
-)
+from operators.prompts import Messages, completion, extract_messages, fill_messages, select_messages
 from operators.schemas import ExtractOutput, stage_answers
 
 Example = dict[str, Any]
@@ -83,39 +75,12 @@ def extract_examples(episode: Episode) -> list[Example]:
     return out
 
 
-NEGATIVES_PER_NOTE = 2
-"""Pairs a note does not state, asked about in the scoring examples of each note: one near miss
-of a stated pair where the catalog has one, the rest drawn from the whole catalog."""
-
-
-def near_misses(pair: str, pairs: Sequence[str]) -> list[str]:
-    """Pairs a reader confuses with ``pair``: the same entity, or a slot that extends or is
-    extended by its slot (``retry`` and ``retry_backoff``)."""
-    entity, slot = pair.split(".", 1)
-    out = []
-    for other in pairs:
-        e, s = other.split(".", 1)
-        if other != pair and (e == entity or s.startswith(slot) or slot.startswith(s)):
-            out.append(other)
-    return out
-
-
-def score_negatives(stated: Sequence[str], pairs: Sequence[str], rng: random.Random) -> list[str]:
-    unstated = [p for p in pairs if p not in stated]
-    near = sorted({m for p in stated for m in near_misses(p, unstated)})
-    chosen = [rng.choice(near)] if near else []
-    rest = [p for p in unstated if p not in chosen]
-    return chosen + rng.sample(rest, min(len(rest), NEGATIVES_PER_NOTE - len(chosen)))
-
-
-def stage_examples(episode: Episode, rng: random.Random) -> list[Example]:
+def stage_examples(episode: Episode) -> list[Example]:
     """The two-stage extractor's own calls, answered from the same gold claims as the direct
-    example: per note, a stage-1 example (select the pairs), stage-1 scoring examples (does the
-    note state this pair? yes for every pair it states, no for ``NEGATIVES_PER_NOTE`` others)
-    and a stage-2 example per selected pair (fill its claim), with the prompts inference sends
-    (``stage_answers`` says what a right answer is)."""
+    example: per note, a stage-1 example (select the pairs; a scoring selection reads the
+    same prompt) and a stage-2 example per selected pair (fill its claim), with the prompts
+    inference sends (``stage_answers`` says what a right answer is)."""
     out = []
-    yes, no = SCORE_OPTIONS
     for n, session in enumerate(episode.sessions):
         note, catalog, ids = session.note(), episode.catalog, [session.id]
         selection, fills = stage_answers(note, catalog, session.claims)
@@ -125,14 +90,6 @@ def stage_examples(episode: Episode, rng: random.Random) -> list[Example]:
             "extract", episode, n, label, select_messages(note, catalog), completion(selection), ids, inputs
         )
         out.append({**select, "id": f"{select['id']}/select"})
-        stated = list(dict.fromkeys(c.pair for c in session.claims))
-        asked = [(p, yes) for p in stated] + [(p, no) for p in score_negatives(stated, catalog.pairs(), rng)]
-        for k, (pair, answer) in enumerate(asked):
-            inputs = {"session": session.id, "stage": "score", "pair": pair}
-            reply = [{"role": "assistant", "content": answer}]
-            prompt = score_messages(note, catalog, pair)
-            score = _example("extract", episode, n, f"score {answer}", prompt, reply, ids, inputs)
-            out.append({**score, "id": f"{score['id']}/score-{k}"})
         for k, (pair, claim) in enumerate(zip(selection.pairs, fills, strict=True)):
             inputs = {"session": session.id, "stage": "fill", "pair": pair}
             prompt = fill_messages(note, catalog, pair)

@@ -20,7 +20,7 @@ from core.records import MAX_VALUE_CHARS, Catalog, ExtractedClaim, Note
 from memory.claims import Claim
 from memory.state import Entry
 from operators.backends import BASE, Backend, Completion, Messages, Odds, Probe, Request
-from operators.prompts import SCORE_OPTIONS, fill_messages, score_messages, select_messages
+from operators.prompts import fill_messages, select_messages, selection_answers
 from operators.registry import COMPARE, EXTRACT, STAGES_ADAPTER, UPDATE, Operator
 from operators.schemas import MAX_PAIRS, Selection, fill_model, json_schema, note_branches, select_model
 
@@ -31,9 +31,10 @@ EXTRACT_MODES: tuple[ExtractMode, ...] = ("direct", "two-stage", "two-stage-trai
 """``direct``: one call for every claim. ``two-stage``: select pairs, then fill each, under
 grammars, on the extract adapter (trained on direct prompts only: the grammar alone carries the
 procedure). ``two-stage-trained``: the same calls on the ``extract-stages`` adapter, trained on
-the stage prompts too. ``two-stage-scored``: on the same adapter, stage 1 asks about each
-catalog pair on its own and keeps the pairs whose "yes" is at least ``threshold`` likely;
-stage 2 fills them as ``two-stage-trained`` does."""
+the stage prompts too. ``two-stage-scored``: on the same adapter, stage 1 reads instead of
+decoding: each catalog pair is scored by the probability that the stage-1 answer is that pair
+alone, and the pairs at least ``threshold`` likely are kept; stage 2 fills them as
+``two-stage-trained`` does."""
 STAGED_MODES: tuple[ExtractMode, ...] = ("two-stage-trained", "two-stage-scored")
 """The modes that run on the ``extract-stages`` adapter."""
 
@@ -85,7 +86,7 @@ class Extraction:
     selected: list[str] = field(default_factory=list)
     """The ``entity.slot`` pairs stage 1 chose (direct: the pairs the claims name)."""
     scores: dict[str, float] = field(default_factory=dict)
-    """A scoring selection's probability of "yes" per catalog pair."""
+    """A scoring selection's probability per catalog pair (``LearnedOperators.score_pairs``)."""
 
     @property
     def error(self) -> str | None:
@@ -135,8 +136,8 @@ class LearnedOperators:
     """Stage 2 adds this to the logits of the note's own tokens while a claim is filled: a study
     of values worded as the note words them (0: off)."""
     threshold: float = 0.5
-    """A scoring selection keeps a pair whose "yes" is at least this likely: chosen on
-    validation data (``eval.calibration``), never on the held-out fold."""
+    """A scoring selection keeps a pair at least this likely: chosen on validation data
+    (``eval.calibration``), never on the held-out fold."""
     calls: Counter[str] = field(default_factory=Counter)
     """Operator calls per step, answered by the model or from ``answers``."""
     answers: dict[str, Completion] = field(default_factory=dict)
@@ -206,9 +207,9 @@ class LearnedOperators:
             selections.append(Extraction([], [sel], pairs))
         return self._fill_selected(notes, selections, adapter)
 
-    def probe(self, step: str, asks: list[tuple[str, Messages]]) -> list[Odds]:
-        """``SCORE_OPTIONS`` read after each prompt, from ``readings`` where asked before."""
-        probes = [Probe(a if self.adapters else BASE, m, SCORE_OPTIONS) for a, m in asks]
+    def probe(self, step: str, asks: list[tuple[str, Messages, tuple[str, ...]]]) -> list[Odds]:
+        """Each (adapter, prompt, options) read, from ``readings`` where asked before."""
+        probes = [Probe(a if self.adapters else BASE, m, options) for a, m, options in asks]
         keys = [json.dumps(astuple(p), sort_keys=True) for p in probes]
         new = {k: p for k, p in zip(keys, probes, strict=True) if k not in self.readings}
         if new:
@@ -217,33 +218,27 @@ class LearnedOperators:
         return [self.readings[k] for k in keys]
 
     def score_pairs(self, notes: Sequence[Sourced], adapter: str = STAGES_ADAPTER) -> list[Extraction]:
-        """Stage 1 by scoring: every catalog pair asked on its own, its "yes" read as a
-        probability (``scores``); the pairs at ``threshold`` or above are selected, most likely
-        first, at most ``MAX_PAIRS``. Each probe is one call, whose answer is the option the
-        threshold gives it: a backend that reads other probabilities shows in parity only when
-        a decision moves."""
-        asks, owners = [], []
-        for i, (note, catalog) in enumerate(notes):
-            for pair in catalog.pairs():
-                asks.append((adapter, score_messages(note, catalog, pair)))
-                owners.append((i, pair))
-        out = [Extraction([], []) for _ in notes]
-        yes, no = SCORE_OPTIONS
-        for (i, pair), (_, messages), odds in zip(owners, asks, self.probe("score", asks), strict=True):
+        """Stage 1 by scoring: the stage-1 prompt read once per note, each catalog pair scored
+        by the probability that the answer is that pair alone (``selection_answers``, beside
+        the empty answer; ``scores``). The pairs at ``threshold`` or above are selected, most
+        likely first, at most ``MAX_PAIRS``. The call's answer is that selection: a backend that
+        reads other probabilities shows in parity only when a selection moves."""
+        asks = [
+            (adapter, select_messages(note, catalog), selection_answers(catalog.pairs()))
+            for note, catalog in notes
+        ]
+        out = []
+        for (_, catalog), (_, messages, _), odds in zip(notes, asks, self.probe("score", asks), strict=True):
             if odds.refused:
                 error = f"refused by the backend: {odds.refused}"
-                out[i].calls.append(Outcome("score", messages, "", None, error, odds.latency_s, 0))
+                out.append(Extraction([], [Outcome("score", messages, "", None, error, odds.latency_s, 0)]))
                 continue
-            kept = odds.probs[0] >= self.threshold
-            out[i].scores[pair] = odds.probs[0]
-            out[i].calls.append(
-                Outcome("score", messages, yes if kept else no, None, None, odds.latency_s, 0)
-            )
-        for extraction in out:
-            ranked = sorted(extraction.scores, key=lambda pair: -extraction.scores[pair])
-            extraction.selected.extend(
-                [p for p in ranked if extraction.scores[p] >= self.threshold][:MAX_PAIRS]
-            )
+            scores = dict(zip(catalog.pairs(), odds.probs[:-1], strict=True))  # last: the empty answer
+            ranked = sorted(scores, key=lambda pair: -scores[pair])
+            selected = [p for p in ranked if scores[p] >= self.threshold][:MAX_PAIRS]
+            raw = Selection(pairs=selected).model_dump_json()
+            call = Outcome("score", messages, raw, None, None, odds.latency_s, 0)
+            out.append(Extraction([], [call], selected, scores))
         return out
 
     def select(self, notes: Sequence[Sourced], adapter: str = "extract") -> list[Outcome]:

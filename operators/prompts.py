@@ -9,6 +9,7 @@ operator's job.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from pydantic import BaseModel
 
@@ -16,6 +17,7 @@ from core.records import Catalog, Note
 from memory.claims import Claim
 from memory.lines import escape_line
 from memory.state import Entry
+from operators.schemas import Selection
 
 Messages = list[dict[str, str]]
 
@@ -78,14 +80,6 @@ def fill_task(pair: str) -> str:
     return f"Step 2 of 2: give the claim this note makes about {pair}. Answer with JSON only."
 
 
-def score_task(pair: str) -> str:
-    return f"Step 1 of 2: does this note state the value of {pair}? Answer yes or no."
-
-
-SCORE_OPTIONS: tuple[str, str] = ("yes", "no")
-"""The answers of a scoring question; selection reads the probability of the first."""
-
-
 def with_task(messages: Messages, task: str) -> Messages:
     """An extract prompt turned into one step of the two-stage extractor: the task is the last
     paragraph of the user message, so every step of one note shares the prompt up to it (and a
@@ -98,9 +92,10 @@ def select_messages(note: Note, catalog: Catalog) -> Messages:
     return with_task(extract_messages(note, catalog), SELECT_TASK)
 
 
-def score_messages(note: Note, catalog: Catalog, pair: str) -> Messages:
-    """Stage 1 by scoring: the extract prompt, asking whether the note states one pair's value."""
-    return with_task(extract_messages(note, catalog), score_task(pair))
+def selection_answers(pairs: Sequence[str]) -> tuple[str, ...]:
+    """Stage 1's answers of one pair each, and the empty answer last, written as the stage
+    examples write them: the options a scoring selection weighs after ``select_messages``."""
+    return tuple(Selection(pairs=one).model_dump_json() for one in [*([p] for p in pairs), []])
 
 
 def fill_messages(note: Note, catalog: Catalog, pair: str) -> Messages:

@@ -11,12 +11,11 @@ from core.records import Catalog, Note
 from core.sessions import Episode
 from operators.backends import BackendError, Completion, Messages, Odds, Probe, Request
 from operators.prompts import (
-    SCORE_OPTIONS,
     compare_messages,
     extract_messages,
     fill_messages,
-    score_messages,
     select_messages,
+    selection_answers,
     update_messages,
 )
 from operators.schemas import ExtractOutput, stage_answers
@@ -32,21 +31,24 @@ class SymbolicBackend:
 
     def __init__(self) -> None:
         self._answers: dict[str, str] = {}
+        self._certain: dict[str, set[str]] = {}
+        """Per probed prompt, the options that are right (a probe's answer is read, not given)."""
 
     def merge(self, other: SymbolicBackend) -> None:
         self._answers.update(other._answers)
+        self._certain.update(other._certain)
 
     def remember(self, messages: Messages, answer: str) -> None:
         self._answers[prompt_key(messages)] = answer
 
     def remember_extraction(self, note: Note, catalog: Catalog, gold: ExtractOutput) -> None:
-        """Register the two-stage prompts of a note: the gold pairs (listed, and scored pair by
-        pair), then each pair's claim."""
+        """Register the two-stage prompts of a note: the gold pairs (listed, and each stated
+        pair's one-pair answer as certain when the list is read), then each pair's claim."""
         selection, fills = stage_answers(note, catalog, gold.claims)
-        self.remember(select_messages(note, catalog), selection.model_dump_json())
-        yes, no = SCORE_OPTIONS
-        for pair in catalog.pairs():
-            self.remember(score_messages(note, catalog, pair), yes if pair in selection.pairs else no)
+        select = select_messages(note, catalog)
+        self.remember(select, selection.model_dump_json())
+        one_pair, empty = selection_answers(selection.pairs), selection_answers([])
+        self._certain[prompt_key(select)] = set(one_pair[:-1] if selection.pairs else empty)
         for pair, claim in zip(selection.pairs, fills, strict=True):
             self.remember(fill_messages(note, catalog, pair), claim.model_dump_json())
 
@@ -84,10 +86,13 @@ class SymbolicBackend:
         return out
 
     def probe(self, probes: Sequence[Probe]) -> list[Odds]:
-        """Certainty: the registered answer's option gets probability 1."""
+        """Certainty: each right option gets probability 1, every other 0 (the oracle knows all
+        the stated pairs of a note at once, so these are not one distribution)."""
         out = []
         for p in probes:
             began = time.perf_counter()
-            text = self._answer(p.adapter, p.messages)
-            out.append(Odds(tuple(float(o == text) for o in p.options), time.perf_counter() - began))
+            certain = self._certain.get(prompt_key(p.messages))
+            if certain is None:
+                raise BackendError(f"symbolic backend: no options registered for this {p.adapter} probe")
+            out.append(Odds(tuple(float(o in certain) for o in p.options), time.perf_counter() - began))
         return out

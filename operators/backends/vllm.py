@@ -44,10 +44,10 @@ class VLLMBackend:
         """Each option's tokens read teacher-forced, through the completions endpoint on token
         ids: for every prefix the options of a probe pass through (a token trie), one request of
         one token reads the log-probabilities of the tokens the options take next there
-        (``logprob_token_ids``, from the raw distribution as the hf backend reads it). A yes/no
-        probe is one request; every request is a prompt the prefix cache mostly holds, which
-        vLLM's prompt logprobs would not read. The rows come from the served chat template and
-        tokenizer (``/tokenize``), in context."""
+        (``logprob_token_ids``, from the raw distribution as the hf backend reads it). Options
+        that differ in one token take one request. Every request is a prompt the prefix cache
+        mostly holds, which vLLM's prompt logprobs would not read. The rows come from the
+        served chat template and tokenizer (``/tokenize``), in context."""
         return asyncio.run(self._probe(probes))
 
     async def _probe(self, probes: Sequence[Probe]) -> list[Odds]:

@@ -14,8 +14,9 @@ from data.build import LeakageError, Pool, build_folds, build_pool, mix_stages
 from data.replay import load_trajectory
 from data.scenarios.generate import scenarios
 from operators.backends import Completion, Odds, Probe, Request
-from operators.examples import NEGATIVES_PER_NOTE, extract_examples, stage_examples
+from operators.examples import extract_examples, stage_examples
 from operators.learned import LearnedOperators
+from operators.prompts import selection_answers
 from operators.registry import STAGES_ADAPTER
 from tests.conftest import shipped
 from tests.data.test_build import small
@@ -28,8 +29,9 @@ def episodes(export_dir: Path) -> list[Episode]:
 
 class Recorder:
     """Test double for a model: it answers a prompt only if a stage example holds that exact
-    prompt (with the example's completion) and records every request it is sent. A probe whose
-    prompt no example holds is answered "no": the examples say "yes" for every stated pair."""
+    prompt (with the example's completion) and records every request it is sent. A probe of a
+    stage-1 prompt reads that example's selection: the one-pair answer of each pair it lists is
+    certain (the empty answer when it lists none), every other option has probability 0."""
 
     def __init__(self, examples: list[dict]) -> None:
         self.answers = {json.dumps(e["prompt"]): e["completion"][0]["content"] for e in examples}
@@ -42,8 +44,12 @@ class Recorder:
 
     def probe(self, probes: list[Probe]) -> list[Odds]:
         self.probes += probes
-        said = [self.answers.get(json.dumps(p.messages), "no") for p in probes]
-        return [Odds(tuple(float(o == a) for o in p.options), 0.0) for p, a in zip(probes, said, strict=True)]
+        out = []
+        for p in probes:
+            listed = json.loads(self.answers[json.dumps(p.messages)])["pairs"]
+            certain = set(selection_answers(listed)[:-1] if listed else selection_answers([]))
+            out.append(Odds(tuple(float(o in certain) for o in p.options), 0.0))
+        return out
 
 
 def _stage(example: dict) -> str:
@@ -53,21 +59,20 @@ def _stage(example: dict) -> str:
 @pytest.mark.parametrize("mode", ["two-stage-trained", "two-stage-scored"])
 def test_stage_examples_are_the_prompts_inference_sends(episodes: list[Episode], mode: str) -> None:
     for episode in episodes:
-        examples = stage_examples(episode, random.Random(0))
+        examples = stage_examples(episode)
         recorder = Recorder(examples)
         notes = [(s.note(), episode.catalog) for s in episode.sessions]
         extractions = LearnedOperators(recorder).extract(notes, mode)
         generated = sorted(json.dumps(r.messages) for r in recorder.requests)
-        probed = {json.dumps(p.messages) for p in recorder.probes}
+        probed = sorted(json.dumps(p.messages) for p in recorder.probes)
         # string equality: every example's prompt of the mode's stages was sent, and nothing else
-        first = "select" if mode == "two-stage-trained" else "score"
-        wanted = {json.dumps(e["prompt"]) for e in examples if _stage(e) in (first, "fill")}
+        selects = {json.dumps(e["prompt"]) for e in examples if _stage(e) == "select"}
+        fills = {json.dumps(e["prompt"]) for e in examples if _stage(e) == "fill"}
         if mode == "two-stage-trained":
-            assert generated == sorted(wanted) and not probed
-        else:  # every catalog pair is asked; the examples hold the stated ones and a few others
-            scored = {json.dumps(e["prompt"]) for e in examples if _stage(e) == "score"}
-            assert scored <= probed and len(probed) == len(notes) * len(episode.catalog.pairs())
-            assert generated == sorted(wanted - scored)
+            assert generated == sorted(selects | fills) and not probed
+        else:  # stage 1 is read, once per note, from the prompt its examples hold
+            assert probed == sorted(selects) and len(probed) == len(notes)
+            assert generated == sorted(fills)
         assert {r.adapter for r in [*recorder.requests, *recorder.probes]} == {STAGES_ADAPTER}
         for session, extraction in zip(episode.sessions, extractions, strict=True):
             assert extraction.error is None
@@ -83,15 +88,9 @@ def test_the_stage2_completion_is_the_gold_claim_of_its_pair(episodes: list[Epis
     for episode in episodes:
         sessions = {s.id: s for s in episode.sessions}
         fills = 0
-        scored: dict[str, list[tuple[str, str]]] = {}
-        for example in stage_examples(episode, random.Random(0)):
+        for example in stage_examples(episode):
             inputs = json.loads(example["inputs"])
             gold = sessions[inputs["session"]].claims
-            if inputs["stage"] == "score":
-                scored.setdefault(inputs["session"], []).append(
-                    (inputs["pair"], example["completion"][0]["content"])
-                )
-                continue
             answer = json.loads(example["completion"][0]["content"])
             if inputs["stage"] == "select":
                 assert answer == {"pairs": list(dict.fromkeys(f"{c.entity}.{c.slot}" for c in gold))}
@@ -100,17 +99,11 @@ def test_the_stage2_completion_is_the_gold_claim_of_its_pair(episodes: list[Epis
             (claim,) = [c for c in gold if f"{c.entity}.{c.slot}" == inputs["pair"]]
             assert answer == claim.model_dump(mode="json")
         assert fills == sum(len(s.claims) for s in episode.sessions)
-        for session in episode.sessions:  # yes for each stated pair, no for a few others
-            stated = {f"{c.entity}.{c.slot}" for c in session.claims}
-            asked = scored[session.id]
-            assert {p for p, a in asked if a == "yes"} == stated
-            assert sum(a == "no" for _, a in asked) == NEGATIVES_PER_NOTE
-            assert not stated & {p for p, a in asked if a == "no"}
 
 
 def test_the_mixing_ratio_keeps_that_many_stage_examples_per_direct_one(episodes: list[Episode]) -> None:
     episode = episodes[0]
-    direct, stages = extract_examples(episode), stage_examples(episode, random.Random(0))
+    direct, stages = extract_examples(episode), stage_examples(episode)
     assert mix_stages(direct, stages, None, random.Random(0)) == direct + stages
     half = mix_stages(direct, stages, 0.5, random.Random(0))
     assert half[: len(direct)] == direct and len(half) == len(direct) + round(0.5 * len(direct))
@@ -124,7 +117,7 @@ def test_the_leakage_check_covers_stage_examples(episodes: list[Episode], tmp_pa
     """A held-out note reaching training only through a stage prompt is caught."""
     held_out, synthetic = episodes[0], episodes[1:]
     pool: Pool = build_pool([*synthetic, held_out], seed=0, compare_per_label=1, progress=False, stages=True)
-    leaked = next(ex for ex in stage_examples(held_out, random.Random(0)) if "/fill-" in ex["id"])
+    leaked = next(ex for ex in stage_examples(held_out) if "/fill-" in ex["id"])
     # stripped of the ids that name its source, so that only the note's text can give it away
     disguised = {**leaked, "group": synthetic[0].id, "sessions": [], "commits": []}
     pool.by_episode[synthetic[0].id][STAGES_ADAPTER].append(disguised)
@@ -151,14 +144,14 @@ def test_stages_off_leaves_every_dataset_byte_identical(tmp_path: Path, export_d
     rows = [json.loads(json.loads(r)["inputs"]) for r in train + validation]  # ``all``: every source
     assert sum(r.get("stage") == "fill" for r in rows) == stage["fill"]
     assert sum(r.get("stage") == "select" for r in rows) == stage["select"]
-    assert sum(r.get("stage") == "score" for r in rows) == stage["score"] > stage["select"]
+    assert set(stage) == {"direct", "select", "fill"}  # stage 1 by scoring reads the select prompt
 
 
 def test_a_request_asked_again_is_answered_without_the_model(episodes: list[Episode]) -> None:
     """The engine replay re-reads the notes its scoring already extracted; greedy decoding
     makes the first answer the answer, so the model is not asked twice."""
     episode = episodes[0]
-    recorder = Recorder(stage_examples(episode, random.Random(0)))
+    recorder = Recorder(stage_examples(episode))
     ops = LearnedOperators(recorder)
     notes = [(s.note(), episode.catalog) for s in episode.sessions]
     first = ops.extract(notes, "two-stage-trained")

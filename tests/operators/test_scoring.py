@@ -1,8 +1,10 @@
-"""Selection by scoring: every catalog pair asked on its own, its "yes" read as a probability,
-and the threshold placed on validation notes only; probes of options of many tokens."""
+"""Selection by scoring: every catalog pair scored by the probability that the stage-1 answer is
+that pair alone (a probe of options of many tokens), and the threshold placed on validation
+notes only."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -16,10 +18,11 @@ from eval.calibration import best_threshold, calibrate
 from operators.backends import BackendError, Probe, parting
 from operators.backends.hf import HFBackend, prompt_text, read_continuations, shared_prefixes
 from operators.backends.symbolic import SymbolicBackend
+from operators.examples import stage_examples
 from operators.learned import LearnedOperators
-from operators.prompts import SCORE_OPTIONS, catalog_pairs, extract_messages, score_messages, select_messages
+from operators.prompts import catalog_pairs, extract_messages, select_messages, selection_answers
 from operators.registry import STAGES_ADAPTER
-from operators.schemas import MAX_PAIRS, Selection
+from operators.schemas import MAX_PAIRS
 from tests.conftest import shipped
 
 FOLD = "patch-guardrails"
@@ -42,10 +45,21 @@ def test_the_scoring_selection_on_the_oracle_returns_the_gold_pairs(episode) -> 
         gold = list(dict.fromkeys(c.pair for c in session.claims))[:MAX_PAIRS]
         assert sorted(picked.selected) == sorted(gold)
         assert set(picked.scores) == set(episode.catalog.pairs())
-        assert [c.raw for c in picked.calls] == [
-            "yes" if p in gold else "no" for p in episode.catalog.pairs()
-        ]
-    assert ops.calls["score"] == len(notes) * len(episode.catalog.pairs())
+        [call] = picked.calls  # one read of the stage-1 prompt, answered with the selection
+        assert call.messages == select_messages(session.note(), episode.catalog)
+        assert json.loads(call.raw) == {"pairs": picked.selected}
+    assert ops.calls["score"] == len(notes)
+
+
+def test_the_options_are_the_stage_1_answers_the_adapter_was_trained_on(episode) -> None:
+    """A scored pair is read as the answer the stage examples write for a note stating it alone:
+    the probe's options are those completions, byte for byte."""
+    session = next(s for s in episode.sessions if len({c.pair for c in s.claims}) == 1)
+    [select] = [
+        ex for ex in stage_examples(episode) if ex["id"].endswith("/select") and session.id in ex["sessions"]
+    ]
+    assert select["completion"][0]["content"] in selection_answers(episode.catalog.pairs())
+    assert selection_answers([]) == ('{"pairs":[]}',)
 
 
 def test_the_catalog_is_read_back_from_a_prompt(episode) -> None:
@@ -61,7 +75,7 @@ def test_a_shared_prefix_reads_what_a_full_forward_pass_reads(bare: HFBackend, e
 
     notes = [s.note() for s in episode.sessions[:2]]
     pairs = episode.catalog.pairs()
-    options = tuple(Selection(pairs=[p]).model_dump_json() for p in pairs)
+    options = selection_answers(pairs)[:-1]
     rows: list[list[int]] = []
     starts: list[int] = []
     for note in notes:
@@ -86,7 +100,7 @@ def test_a_shared_prefix_reads_what_a_full_forward_pass_reads(bare: HFBackend, e
 
 
 def test_options_a_probe_cannot_tell_apart_are_refused(bare: HFBackend, episode) -> None:
-    messages = score_messages(episode.sessions[0].note(), episode.catalog, episode.catalog.pairs()[0])
+    messages = select_messages(episode.sessions[0].note(), episode.catalog)
     for alike in (("yes", "yes"), ("yes", "yes!")):
         with pytest.raises(BackendError, match="has no token of its own"):
             bare.probe([Probe("base", messages, alike)])
@@ -95,14 +109,14 @@ def test_options_a_probe_cannot_tell_apart_are_refused(bare: HFBackend, episode)
 def test_a_probe_past_the_models_positions_fails_alone(bare: HFBackend, episode) -> None:
     at = episode.sessions[0].at
     long = Note(id="long", at=at, title="A very long note", text="word " * 5_000)
-    pair = episode.catalog.pairs()[0]
+    answers = selection_answers(episode.catalog.pairs())
     probes = [
-        Probe("base", score_messages(n, episode.catalog, pair), SCORE_OPTIONS)
+        Probe("base", select_messages(n, episode.catalog), answers)
         for n in (long, episode.sessions[0].note())
     ]
     too_long, fine = bare.probe(probes)
     assert too_long.refused and "exceed the model's 4096 positions" in too_long.refused
-    assert fine.refused is None and len(fine.probs) == 2
+    assert fine.refused is None and len(fine.probs) == len(answers)
 
 
 def test_the_threshold_maximizes_f1_and_never_splits_a_tie() -> None:

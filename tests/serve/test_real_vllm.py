@@ -151,38 +151,28 @@ def test_the_prompted_baseline_runs_on_the_served_base(server: VLLMServer, backe
 
 def test_a_probe_reads_what_the_hf_backend_reads(backend, trained_adapters: Path, tiny_model: Path) -> None:
     """Probe probabilities read by vLLM (one-token requests with ``logprob_token_ids``, on token
-    ids) match those the hf backend reads from its logits, on the same unquantized weights and
-    adapter: the scoring selection's yes/no, and options of many tokens (the stage-1 answers of
-    one pair each), which vLLM reads a token at a time."""
+    ids, a token at a time) match those the hf backend reads from its logits, on the same
+    unquantized weights and adapter: the scoring selection's probes, whose options are the
+    stage-1 answers of one pair each, many tokens long."""
     from dataclasses import replace
 
     from core.models import model_config
     from data.replay import load_trajectory
-    from operators.backends import Probe
     from operators.backends.hf import HFBackend
-    from operators.prompts import score_messages, select_messages
-    from operators.schemas import Selection
+    from operators.prompts import select_messages, selection_answers
     from tests.conftest import SHARED_EXPORT, shipped
 
     episode = load_trajectory(FOLD, shipped(SHARED_EXPORT))
-    pairs = episode.catalog.pairs()
-    asks = [
-        (STAGES_ADAPTER, score_messages(s.note(), episode.catalog, p))
-        for s in episode.sessions[:2]
-        for p in pairs
-    ]
+    answers = selection_answers(episode.catalog.pairs())
+    notes = [s.note() for s in episode.sessions[:3]]
+    asks = [(STAGES_ADAPTER, select_messages(n, episode.catalog), answers) for n in notes]
     served = LearnedOperators(backend).probe("score", asks)
     tiny = replace(model_config("tiny"), path=str(tiny_model), load_in_4bit=False)
     hf = HFBackend.load(tiny, {STAGES_ADAPTER: trained_adapters / STAGES_ADAPTER})
     local = LearnedOperators(hf).probe("score", asks)
     for got, want in zip(served, local, strict=True):
         assert got.refused is None and sum(got.probs) == pytest.approx(1.0)
-        assert got.probs == pytest.approx(want.probs, abs=0.01)
-    answers = tuple(Selection(pairs=[p]).model_dump_json() for p in pairs)
-    notes = [s.note() for s in episode.sessions[:2]]
-    lists = [Probe(STAGES_ADAPTER, select_messages(n, episode.catalog), answers) for n in notes]
-    for got, want in zip(backend.probe(lists), hf.probe(lists), strict=True):
-        assert got.refused is None and len(got.probs) == len(pairs)
+        assert len(got.probs) == len(answers)
         assert got.probs == pytest.approx(want.probs, abs=0.01)
 
 
@@ -249,7 +239,9 @@ def test_a_loo_fold_runs_end_to_end_on_vllm(vllm_run) -> None:
     }
     assert all(r["raw"] for r in learned)
     scored = [r for r in learned if r["variant"] == "two-stage-scored"]
-    assert all(len(r["pair_scores"]) == len(r["raw"]) - len(r["parsed"]) for r in scored if not r["error"])
+    for r in (r for r in scored if not r["error"]):  # one read of stage 1, then a fill per pair
+        assert [c["step"] for c in r["raw"]] == ["score"] + ["fill"] * len(r["parsed"])
+        assert r["pair_scores"] and json.loads(r["raw"][0]["text"]) == {"pairs": r["selected"]}
     assert json.loads((run_dir / "calibration" / f"{FOLD}.json").read_text())["notes"] == 4
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["serving"][FOLD]["vllm"] == "0.32.0"
