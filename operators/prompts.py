@@ -98,6 +98,13 @@ def selection_answers(pairs: Sequence[str]) -> tuple[str, ...]:
     return tuple(Selection(pairs=one).model_dump_json() for one in [*([p] for p in pairs), []])
 
 
+def right_answers(pairs: Sequence[str]) -> tuple[str, ...]:
+    """The ``selection_answers`` a note stating ``pairs`` makes right: each stated pair's
+    one-pair answer, or the empty answer when it states none."""
+    answers = selection_answers(pairs)
+    return answers[:-1] or answers
+
+
 def fill_messages(note: Note, catalog: Catalog, pair: str) -> Messages:
     """Stage 2 of the two-stage extractor: the extract prompt, asking for one pair's claim."""
     return with_task(extract_messages(note, catalog), fill_task(pair))

@@ -50,8 +50,9 @@ class Probe:
     adapter: str
     messages: Messages
     options: tuple[str, ...]
-    """The answers to weigh, each as the start of the reply after the generation prompt (``yes``,
-    or ``{"pairs":["a.b"``): scored by the probability of all its tokens, teacher-forced."""
+    """The answers to weigh, each as the start of the reply after the generation prompt (a whole
+    stage-1 answer, ``{"pairs":["a.b"]}``): scored by the probability of all its tokens,
+    teacher-forced."""
 
 
 @dataclass(frozen=True)

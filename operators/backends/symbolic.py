@@ -14,8 +14,8 @@ from operators.prompts import (
     compare_messages,
     extract_messages,
     fill_messages,
+    right_answers,
     select_messages,
-    selection_answers,
     update_messages,
 )
 from operators.schemas import ExtractOutput, stage_answers
@@ -47,8 +47,7 @@ class SymbolicBackend:
         selection, fills = stage_answers(note, catalog, gold.claims)
         select = select_messages(note, catalog)
         self.remember(select, selection.model_dump_json())
-        one_pair, empty = selection_answers(selection.pairs), selection_answers([])
-        self._certain[prompt_key(select)] = set(one_pair[:-1] if selection.pairs else empty)
+        self._certain[prompt_key(select)] = set(right_answers(selection.pairs))
         for pair, claim in zip(selection.pairs, fills, strict=True):
             self.remember(fill_messages(note, catalog, pair), claim.model_dump_json())
 

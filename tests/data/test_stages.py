@@ -16,7 +16,7 @@ from data.scenarios.generate import scenarios
 from operators.backends import Completion, Odds, Probe, Request
 from operators.examples import extract_examples, stage_examples
 from operators.learned import LearnedOperators
-from operators.prompts import selection_answers
+from operators.prompts import right_answers
 from operators.registry import STAGES_ADAPTER
 from tests.conftest import shipped
 from tests.data.test_build import small
@@ -46,8 +46,7 @@ class Recorder:
         self.probes += probes
         out = []
         for p in probes:
-            listed = json.loads(self.answers[json.dumps(p.messages)])["pairs"]
-            certain = set(selection_answers(listed)[:-1] if listed else selection_answers([]))
+            certain = right_answers(json.loads(self.answers[json.dumps(p.messages)])["pairs"])
             out.append(Odds(tuple(float(o in certain) for o in p.options), 0.0))
         return out
 
