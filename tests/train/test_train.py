@@ -374,7 +374,7 @@ def test_learning_curve_scores_the_base_and_every_checkpoint(
     shutil.copytree(trained, adapter)
     script = [sys.executable, "scripts/learning_curve.py", f"adapter={adapter}", "folds=[patch-guardrails]"]
     proc = subprocess.run(
-        [*script, f"datasets_dir={small_datasets}"],
+        [*script, f"datasets_dir={small_datasets}", "validation=5"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -386,4 +386,9 @@ def test_learning_curve_scores_the_base_and_every_checkpoint(
     assert [p["step"] for p in curve] == [0, 2, 4]  # the base, then checkpoints 2 and 4
     assert curve[0]["adapter"] is None and curve[-1]["adapter"].endswith("checkpoint-4")
     assert all(p["n"] == n and 0 <= p["ci"][0] <= p["mean"] <= p["ci"][1] <= 1 for p in curve)
+    # validation=5: the same steps on 5 examples of the fold the adapter trained on, per label
+    own = [p["validation"] for p in curve]
+    assert all(v["fold"] == "patch-guardrails" and v["n"] == 5 for v in own)
+    assert all(sum(total for _, total in v["by_label"].values()) == 5 for v in own)
+    assert "patch-guardrails validation" in proc.stdout
     assert (adapter / "learning_curve.png").stat().st_size > 1000
