@@ -65,9 +65,10 @@ class TrainingRun(RunConfig):
     max_eval_samples: int | None = None
     """Evaluate on a seeded sample of this many validation examples (all when unset)."""
     balance_labels: bool = False
-    """Train on as many examples of each label as the rarest label has, drawn with ``seed``. A
-    decision operator's real contradictions otherwise outnumber its sampled relations, and a
-    short budget learns the majority relation first."""
+    """Train each decision adapter (compare, update) on as many examples of each label as the
+    rarest label has, drawn with ``seed``. Otherwise a short budget learns the majority label
+    first: update's ``add`` (half its examples), compare's conflicts. Extraction's labels are
+    claim counts and stage names, not classes to balance, so its adapters train on every row."""
     eval_steps: int = 50
     save_steps: int = 50
     save_total_limit: int | None = 2

@@ -30,7 +30,7 @@ from core.layout import (
 )
 from core.locks import exclusive
 from core.models import LoraSpec, load_model
-from operators.registry import ADAPTERS
+from operators.registry import ADAPTERS, DECISIONS
 from train.builds import ensure_model
 from train.card import write_card
 from train.config import TrainConfig
@@ -99,7 +99,9 @@ def load_splits(cfg: TrainConfig):  # -> (train, validation) datasets.Dataset
     # files into the published folder (which may be shared or read-only); the sets are small.
     dd = load_from_disk(str(path), keep_in_memory=True)
     keep = ["prompt", "completion"]
-    train = balanced(dd["train"], cfg.seed) if cfg.balance_labels else dd["train"]
+    train = dd["train"]
+    if cfg.balance_labels and cfg.op.name in DECISIONS:
+        train = balanced(train, cfg.seed)
     validation = dd["validation"]
     if cfg.max_eval_samples is not None and cfg.max_eval_samples < len(validation):
         validation = validation.shuffle(seed=cfg.seed).select(range(cfg.max_eval_samples))

@@ -1,4 +1,5 @@
-"""What a run trains on: the fold's train split, or with ``balance_labels`` an equal draw per label."""
+"""What a run trains on: the fold's train split, or with ``balance_labels`` a decision's equal
+draw per label."""
 
 from __future__ import annotations
 
@@ -32,3 +33,12 @@ def test_load_splits_balances_the_train_split_only(small_datasets: Path) -> None
     assert len(validation) == len(dd["validation"])
     cfg.balance_labels = False
     assert load_splits(cfg)[2] != fingerprint
+
+
+def test_extraction_trains_on_every_row_whatever_balance_labels_says(small_datasets: Path) -> None:
+    """A run's ``balance_labels`` reaches every adapter; extraction's labels (claim counts) are
+    not classes, and balancing them would drop most notes."""
+    cfg = TrainConfig(
+        op=OpConfig(name="extract"), fold="all", datasets_dir=str(small_datasets), balance_labels=True
+    )
+    assert len(load_splits(cfg)[0]) == len(load_from_disk(str(small_datasets / "all" / "extract"))["train"])
