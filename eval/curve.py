@@ -115,11 +115,12 @@ def score_step(op: str, model: ModelConfig, path: Path | None, tests: dict[str, 
 def learning_curve(cfg: CurveConfig) -> list[dict[str, Any]]:
     """Score the chosen steps, merge them into the curve on disk, write its JSON and figure."""
     adapter = Path(cfg.adapter)
-    op, fold, model = trained_as(adapter)
+    op, trained_on, model = trained_as(adapter)
     tests = {fold: load_test(Path(cfg.datasets_dir), fold, op) for fold in cfg.folds}
     own = {}
     if cfg.validation:
-        own = {fold: validation_sample(Path(cfg.datasets_dir), fold, op, cfg.validation, cfg.seed)}
+        sample = validation_sample(Path(cfg.datasets_dir), trained_on, op, cfg.validation, cfg.seed)
+        own = {trained_on: sample}
     curve = []
     for step, path in checkpoints(adapter).items():
         if cfg.steps and step not in cfg.steps:
@@ -127,8 +128,8 @@ def learning_curve(cfg: CurveConfig) -> list[dict[str, Any]]:
         point = {"step": step, **score_step(op, model, path, tests)}
         show(step, f"{op} exact match", point)
         if own:
-            point["validation"] = {"fold": fold, **score_step(op, model, path, own)}
-            show(step, f"{fold} validation", point["validation"])
+            point["validation"] = {"fold": trained_on, **score_step(op, model, path, own)}
+            show(step, f"{trained_on} validation", point["validation"])
         curve.append(point)
     out = adapter / CURVE
     if cfg.steps and out.exists():  # a partial rescore replaces its steps in the curve on disk
