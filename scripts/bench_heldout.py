@@ -140,7 +140,7 @@ def main() -> None:
     for variant in summary["mean"]:
         cells = [
             f"{m} {cell(summary['mean'][variant][m])}"
-            for m in ("compare", "update", "extract", "extract_value", "engine_state")
+            for m in ("compare", "update", "extract", "extract_value", "engine_state", "engine_state_value")
         ]
         print(f"  {variant:18s} " + "; ".join(cells))
     print("\nselection (stage 1), pooled pairs: precision / recall")

@@ -138,3 +138,24 @@ def test_selection_precision_recall_and_value_f1_by_wording_per_variant() -> Non
     text = markdown(summary, {"name": "t", "model": "m", "backend": "hf"})
     assert "| **all folds** | two-stage-scored | 0.50 | 0.50 | 4 | 4 | 0.50 |" in text
     assert "| two-stage-scored | 1.00 [1.00, 1.00] (n = 2) | 0.00 [0.00, 0.00] (n = 2) |" in text
+
+
+def test_engine_keys_are_scored_exactly_and_at_the_value_match_of_extraction() -> None:
+    """A learned extraction writes paraphrases: a key whose final value shares most of the gold
+    value's tokens is wrong exactly and right at value level; a far value and no value are wrong
+    both ways."""
+    finals = [
+        ("the approval flow of the sandbox", "approval flow of the sandbox", 0.0),  # F1 0.91
+        ("approval flow of the sandbox", "approval flow of the sandbox", 1.0),
+        ("a different thing", "approval flow of the sandbox", 0.0),
+        (None, "approval flow of the sandbox", 0.0),
+    ]
+    records = [
+        {**record("a", "engine_state", "two-stage-trained", i, score), "parsed": got, "gold": want}
+        for i, (got, want, score) in enumerate(finals)
+    ]
+    summary = summarize(records)
+    keys = summary["mean"]["two-stage-trained"]
+    assert (keys["engine_state"]["mean"], keys["engine_state_value"]["mean"]) == (0.25, 0.5)
+    text = markdown(summary, {"name": "t", "model": "m", "backend": "hf", "folds": ["a"]})
+    assert "| two-stage-trained | – | 0.25 [0.00, 0.75] | 0.50" in text
