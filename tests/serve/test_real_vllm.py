@@ -109,6 +109,13 @@ def test_the_server_lists_its_own_name_and_every_adapter(server: VLLMServer, bac
     assert info["vllm"] == "0.32.0" and info["device"] == "cpu"
 
 
+def test_the_process_that_runs_the_adapters_multiplies_once_per_adapter(server: VLLMServer) -> None:
+    """``make serve-env`` installs plugins/vllm-cpu-lora; the engine process, where the LoRA ops
+    run, loaded it (vLLM prefixes each process's lines with its name)."""
+    said = [line for line in server.log.read_text().splitlines() if "memops_cpu_lora: LoRA ops" in line]
+    assert any(line.startswith(("(EngineCore", "(Worker")) for line in said), said
+
+
 def test_every_operator_answers_compact_json_that_validates(backend, small_datasets: Path) -> None:
     from data.replay import load_trajectory
     from tests.conftest import SHARED_EXPORT, shipped
