@@ -113,4 +113,6 @@ def register() -> None:
         STOCK[name] = getattr(lora_ops, name)
         setattr(lora_ops, name, op)
         setattr(punica_cpu, name, op)
-    init_logger(__name__).info("memops_cpu_lora: LoRA ops multiply once per adapter (%s)", ", ".join(OPS))
+    # Under "vllm": only that logger has the server's handlers; a top-level name prints nothing.
+    logger = init_logger(f"vllm.plugins.{__name__}")
+    logger.info("memops_cpu_lora: LoRA ops multiply once per adapter (%s)", ", ".join(OPS))
