@@ -134,3 +134,20 @@ def test_a_batch_below_one_is_refused_before_any_work(batch: int) -> None:
     """It once wrote a report of dashes with exit code 0 (-1) or crashed in range() (0)."""
     with pytest.raises(Exception, match=rf"batch={batch}: samples per operator call must be 1 or more"):
         compose_config("loo", [f"batch={batch}"])
+
+
+@pytest.mark.parametrize("name", PRIMARY)
+def test_entry_scripts_log_their_messages_and_not_each_http_request(name: str) -> None:
+    """A vLLM pass sends thousands of requests; httpx logs each at INFO, which hid the progress."""
+    import logging.config
+
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = compose(name, overrides=ENTRY.get(name, []), return_hydra_config=True)
+    logging.config.dictConfig(OmegaConf.to_container(cfg.hydra.job_logging))
+    try:
+        assert logging.getLogger("eval.loo").isEnabledFor(logging.INFO)
+        assert not logging.getLogger("httpx").isEnabledFor(logging.INFO)
+    finally:
+        logging.getLogger("httpx").setLevel(logging.NOTSET)
