@@ -12,6 +12,10 @@ One fold's notes go through extraction on a LoRA adapter served by a real server
     python scripts/bench_serve.py                       # untrained r16 adapters, all seven projections
     python scripts/bench_serve.py --adapters outputs/bench/heldout/adapters/smollm2-135m-instruct/synthetic
     python scripts/bench_serve.py --settings "prefix caching=" "no prefix caching=--no-enable-prefix-caching"
+    python scripts/bench_serve.py --settings "vLLM's binding=" "every core=cpu_reserved_cores=0"
+
+A setting is a name, then ``=``, then server arguments; a leading ``field=value`` that names a
+``ServeConfig`` field sets that field instead (its environment, for the CPU thread settings).
 
 Untrained adapters cost what trained ones do: the LoRA kernels' work does not depend on the
 weights' values, only on the rank and the projections they cover.
@@ -20,6 +24,7 @@ weights' values, only on the rank and the projections they cover.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import shlex
 import shutil
@@ -35,7 +40,7 @@ from data.manifest import write_manifest
 from data.replay import load_trajectory
 from operators.backends.serve import ServeConfig, VLLMServer
 from operators.backends.vllm import VLLMBackend
-from operators.learned import EXTRACT_MODES, LearnedOperators
+from operators.learned import EXTRACT_MODES, LearnedOperators, mode_adapter
 from operators.registry import EXTRACT, STAGES_ADAPTER
 from train.builds import ensure_model
 from train.recipe import lora_config
@@ -95,10 +100,24 @@ def untrained_adapters(model: ModelConfig, out: Path) -> dict[str, Path]:
     return {folder.name: folder for folder in (first, *others)}
 
 
+def serve_setting(cfg: ServeConfig, words: list[str]) -> ServeConfig:
+    """``cfg`` with a setting's leading ``field=value`` words applied (typed as the field's
+    default, or int where it is None); the rest are the server's extra arguments."""
+    fields = {f.name: f for f in dataclasses.fields(ServeConfig)}
+    changes: dict[str, object] = {}
+    while words and (key := words[0].partition("=")[0]) in fields and "=" in words[0]:
+        value = words.pop(0).partition("=")[2]
+        default = fields[key].default
+        changes[key] = int(value) if default is None else type(default)(value)
+    return dataclasses.replace(cfg, **changes, extra_args=words)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2-135m-instruct", help="a config name in configs/model/")
-    ap.add_argument("--adapters", help="a folder holding extract/ and extract-stages/ (default: untrained)")
+    ap.add_argument(
+        "--adapters", help="a folder with the mode's adapter, extract/ or extract-stages/ (default untrained)"
+    )
     ap.add_argument("--fold", default="patch-guardrails")
     ap.add_argument("--mode", choices=EXTRACT_MODES, default="two-stage-trained")
     ap.add_argument("--notes", type=int, default=0, help="notes per pass (0: all of the fold's)")
@@ -120,13 +139,14 @@ def main() -> None:
     header = ["setting", "wall s", "requests", *COUNTERS, "deferred s"]
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
+        used = mode_adapter(args.mode)
         if args.adapters:
-            dirs = {n: Path(args.adapters) / n for n in (EXTRACT.name, STAGES_ADAPTER)}
+            dirs = {used: Path(args.adapters) / used}
         else:
-            dirs = untrained_adapters(model, Path(scratch) / "adapters")
+            dirs = {used: untrained_adapters(model, Path(scratch) / "adapters")[used]}
         for setting in args.settings:
             name, _, extra = setting.partition("=")
-            cfg = ServeConfig(base=model.path, dtype=model.compute_dtype, extra_args=shlex.split(extra))
+            cfg = serve_setting(ServeConfig(base=model.path, dtype=model.compute_dtype), shlex.split(extra))
             with VLLMServer(cfg, dirs, Path(scratch) / f"serve-{len(rows)}.log") as server:
                 root = server.base_url.removesuffix("/v1")
                 client = VLLMBackend(server.base_url, server.api_key, base_model=server.served_name)

@@ -56,6 +56,7 @@ def test_cpu_command_is_an_argument_list_without_gpu_flags(adapters: dict[str, P
     assert cmd[cmd.index("--port") + 1] == "8123"
     assert cmd[cmd.index("--dtype") + 1] == "float32"
     assert cmd[cmd.index("--max-lora-rank") + 1] == "16"
+    assert cmd[cmd.index("--block-size") + 1] == "32"
     start = cmd.index("--lora-modules") + 1
     assert cmd[start : start + len(OPS)] == [f"{op}={adapters[op].resolve()}" for op in OPS]
     outputs = json.loads(cmd[cmd.index("--structured-outputs-config") + 1])
@@ -75,6 +76,24 @@ def test_gpu_command_keeps_gpu_flags_and_no_cpu_settings(adapters: dict[str, Pat
     assert cmd[cmd.index("--gpu-memory-utilization") + 1] == "0.9"
     assert cmd[cmd.index("--tensor-parallel-size") + 1] == "1"
     assert "VLLM_CPU_KVCACHE_SPACE" not in server.environment()
+    assert "--block-size" not in cmd and "VLLM_CPU_NUM_OF_RESERVED_CPU" not in server.environment()
+
+
+@pytest.mark.parametrize(
+    ("cores", "setting", "reserved"), [(2, None, "0"), (4, None, "0"), (16, None, None), (2, 1, "1")]
+)
+def test_a_small_cpu_gives_the_models_threads_every_core(
+    adapters: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cores: int, setting, reserved
+) -> None:
+    """vLLM keeps one core per worker for its scheduler; on 2 cores that is half the machine."""
+    monkeypatch.setattr("operators.backends.serve.os.sched_getaffinity", lambda _: set(range(cores)))
+    cfg = ServeConfig(
+        base="outputs/models/tiny", python=serve_env(tmp_path, "cpu"), cpu_reserved_cores=setting
+    )
+    assert (
+        VLLMServer(cfg, adapters, tmp_path / "log").environment().get("VLLM_CPU_NUM_OF_RESERVED_CPU")
+        == reserved
+    )
 
 
 def test_max_lora_rank_is_read_from_the_adapters(tmp_path: Path) -> None:
