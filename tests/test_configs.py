@@ -136,9 +136,13 @@ def test_a_batch_below_one_is_refused_before_any_work(batch: int) -> None:
         compose_config("loo", [f"batch={batch}"])
 
 
+HTTP_LOGGERS = ("httpx", "httpx2")
+
+
 @pytest.mark.parametrize("name", PRIMARY)
 def test_entry_scripts_log_their_messages_and_not_each_http_request(name: str) -> None:
-    """A vLLM pass sends thousands of requests; httpx logs each at INFO, which hid the progress."""
+    """A vLLM pass sends thousands of requests; httpx and the OpenAI client's httpx2 log each at
+    INFO, which hid the progress."""
     import logging.config
 
     from hydra import compose, initialize_config_dir
@@ -148,6 +152,7 @@ def test_entry_scripts_log_their_messages_and_not_each_http_request(name: str) -
     logging.config.dictConfig(OmegaConf.to_container(cfg.hydra.job_logging))
     try:
         assert logging.getLogger("eval.loo").isEnabledFor(logging.INFO)
-        assert not logging.getLogger("httpx").isEnabledFor(logging.INFO)
+        assert not any(logging.getLogger(n).isEnabledFor(logging.INFO) for n in HTTP_LOGGERS)
     finally:
-        logging.getLogger("httpx").setLevel(logging.NOTSET)
+        for n in HTTP_LOGGERS:
+            logging.getLogger(n).setLevel(logging.NOTSET)
