@@ -81,7 +81,7 @@ def test_the_command_line_wins_over_the_recipe_and_the_recipe_over_the_registry(
     assert cfg.op.max_length == 512  # command line
     assert cfg.op.learning_rate == 1e-3  # recipe
     assert cfg.op.epochs == ADAPTERS["compare"].training.epochs  # registry
-    assert cfg.max_steps == 600  # the recipe's budget for compare
+    assert cfg.max_steps == 440  # the recipe's budget for compare
     assert compose_config("train", ["op=compare", "recipe=smollm2-cpu", "max_steps=7"]).max_steps == 7
 
 
@@ -126,7 +126,7 @@ def test_slurm_job_configs_carry_the_settings_and_each_adapters_own_budget(tmp_p
         assert (job.op.name, job.max_steps) == (adapter, budgets[adapter])
         assert (job.model.lora.r, job.op.max_length, job.recipe) == (8, 512, "smollm2-cpu")
     evaluation = OmegaConf.load(configs / "eval" / "patch-guardrails" / "job.yaml")
-    assert (evaluation.model.lora.r, evaluation.op.max_length, evaluation.steps.compare) == (8, 512, 600)
+    assert (evaluation.model.lora.r, evaluation.op.max_length, evaluation.steps.compare) == (8, 512, 440)
 
 
 @pytest.mark.parametrize("batch", [0, -1])
