@@ -126,7 +126,11 @@ def test_slurm_job_configs_carry_the_settings_and_each_adapters_own_budget(tmp_p
         assert (job.op.name, job.max_steps) == (adapter, budgets[adapter])
         assert (job.model.lora.r, job.op.max_length, job.recipe) == (8, 512, "smollm2-cpu")
     evaluation = OmegaConf.load(configs / "eval" / "patch-guardrails" / "job.yaml")
-    assert (evaluation.model.lora.r, evaluation.op.max_length, evaluation.steps.compare) == (8, 512, 440)
+    assert (evaluation.model.lora.r, evaluation.op.max_length, evaluation.steps.compare) == (
+        8,
+        512,
+        budgets.compare,
+    )
 
 
 @pytest.mark.parametrize("batch", [0, -1])
