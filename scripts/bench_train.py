@@ -41,8 +41,9 @@ CPU_CANDIDATES = {
 }
 """The CPU recipe before issue 26, each change alone, and the recipe (configs/recipe/smollm2-cpu)."""
 REPEATS_WITHOUT_BF16 = ("bf16 autocast", "LM head on labelled positions")
-"""The candidates a CPU without native bf16 would run as another: bf16 autocast alone as the
-first, the labelled head alone as the recipe."""
+"""The candidates a CPU without native bf16 would run as another, step for step (``cpu_bf16=true``
+trains in fp32 there, train/cpu.py): bf16 autocast alone as the first, the labelled head alone
+as the recipe."""
 COMPILE = ["lm_head=labelled", "cpu_bf16=true", "+sft.torch_compile=true"]
 GPU_CANDIDATES = {
     "padded baseline, 4 rows per step": [
@@ -126,8 +127,6 @@ def main() -> None:
     if args.compile:
         candidates["recipe + torch.compile"] = COMPILE
     if not gpu and not native_bf16():
-        # cpu_bf16=true trains in fp32 on this CPU (train/cpu.py), so these two would repeat
-        # the first candidate and the recipe step for step.
         for name in REPEATS_WITHOUT_BF16:
             del candidates[name]
         print(f"no native bf16 here: the recipe runs in fp32; left out: {', '.join(REPEATS_WITHOUT_BF16)}")
