@@ -1,4 +1,4 @@
-"""Proof that training learns: the tiny base memorises 64 compare examples through LoRA.
+"""Proof that training learns: the tiny base memorises 32 compare examples through LoRA.
 
 A tiny model cannot learn the compare rule well enough to generalise on CPU (held-out accuracy
 stays at chance), so learning is shown on a fixed training set: the completion loss falls
@@ -67,7 +67,7 @@ def exact_match(model, tokenizer, rows: list[dict]) -> tuple[float, int]:
     return hits / len(rows), invalid
 
 
-def test_lora_memorises_64_compare_examples(tiny_model: Path, small_datasets: Path, tmp_path: Path) -> None:
+def test_lora_memorises_32_compare_examples(tiny_model: Path, small_datasets: Path, tmp_path: Path) -> None:
     from datasets import Dataset, DatasetDict
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -75,7 +75,7 @@ def test_lora_memorises_64_compare_examples(tiny_model: Path, small_datasets: Pa
     rows = [
         json.loads(x) for x in (small_datasets / "all" / "compare" / "train.jsonl").read_text().splitlines()
     ]
-    picked = stratified(rows, 64)
+    picked = stratified(rows, 32)
     assert len({r["label"] for r in picked}) == 6
     data = Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in picked])
     DatasetDict(train=data, validation=data).save_to_disk(str(tmp_path / "ds" / "all" / "compare"))
@@ -96,7 +96,7 @@ def test_lora_memorises_64_compare_examples(tiny_model: Path, small_datasets: Pa
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "ad" / "tiny" / "all" / "compare"
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["eval_loss"] < 0.1  # completion-only loss on the 64 it trained on
+    assert manifest["eval_loss"] < 0.1  # completion-only loss on the 32 it trained on
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     base = AutoModelForCausalLM.from_pretrained(tiny_model, use_safetensors=True)
