@@ -19,6 +19,9 @@ from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow
 
+EXAMPLES = 32
+"""How many compare examples the adapter memorises: five or six per label."""
+
 RECIPE = [
     "op=compare",
     "model=tiny",
@@ -75,7 +78,7 @@ def test_lora_memorises_32_compare_examples(tiny_model: Path, small_datasets: Pa
     rows = [
         json.loads(x) for x in (small_datasets / "all" / "compare" / "train.jsonl").read_text().splitlines()
     ]
-    picked = stratified(rows, 32)
+    picked = stratified(rows, EXAMPLES)
     assert len({r["label"] for r in picked}) == 6
     data = Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in picked])
     DatasetDict(train=data, validation=data).save_to_disk(str(tmp_path / "ds" / "all" / "compare"))
@@ -96,7 +99,7 @@ def test_lora_memorises_32_compare_examples(tiny_model: Path, small_datasets: Pa
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "ad" / "tiny" / "all" / "compare"
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["eval_loss"] < 0.1  # completion-only loss on the 32 it trained on
+    assert manifest["eval_loss"] < 0.1  # completion-only loss on the examples it trained on
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     base = AutoModelForCausalLM.from_pretrained(tiny_model, use_safetensors=True)
