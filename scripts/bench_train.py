@@ -32,19 +32,39 @@ from core.config import compose_config
 from core.layout import DATASETS, MODELS
 from train.cpu import cpu_model, matmul_flags, native_bf16
 
+DROPOUT = "model.lora.dropout=0.05"
+"""The LoRA dropout of DESIGN's recipe, which the SmolLM2 CPU recipe turned off (issue 26)."""
 CPU_CANDIDATES = {
-    "before: fp32, LM head on every position": ["lm_head=all", "cpu_bf16=false"],
-    "LM head on labelled positions": ["lm_head=labelled", "cpu_bf16=false"],
-    "bf16 autocast": ["lm_head=all", "cpu_bf16=true"],
-    "recipe: labelled positions, bf16 where native": ["lm_head=labelled", "cpu_bf16=true"],
-    "recipe, 2,048-token rows": ["lm_head=labelled", "cpu_bf16=true", "op.max_length=2048"],
+    "before: fp32, LM head on every position": [
+        "lm_head=all",
+        "cpu_bf16=false",
+        "packed_attention=mask",
+        DROPOUT,
+    ],
+    "LM head on labelled positions": ["lm_head=labelled", "cpu_bf16=false", "packed_attention=mask", DROPOUT],
+    "bf16 autocast": ["lm_head=all", "cpu_bf16=true", "packed_attention=mask", DROPOUT],
+    "labelled positions, bf16 where native": [
+        "lm_head=labelled",
+        "cpu_bf16=true",
+        "packed_attention=mask",
+        DROPOUT,
+    ],
+    "and attention per packed example": [
+        "lm_head=labelled",
+        "cpu_bf16=true",
+        "packed_attention=segments",
+        DROPOUT,
+    ],
+    "recipe: and no LoRA dropout": [],
+    "recipe, 2,048-token rows": ["op.max_length=2048"],
 }
-"""The CPU recipe before issue 26, each change alone, and the recipe (configs/recipe/smollm2-cpu)."""
+"""The CPU recipe before issue 26, each change alone, and the recipe (configs/recipe/smollm2-cpu,
+which every candidate starts from)."""
 REPEATS_WITHOUT_BF16 = ("bf16 autocast", "LM head on labelled positions")
 """The candidates a CPU without native bf16 would run as another, step for step (``cpu_bf16=true``
 trains in fp32 there, train/cpu.py): bf16 autocast alone as the first, the labelled head alone
-as the recipe."""
-COMPILE = ["lm_head=labelled", "cpu_bf16=true", "+sft.torch_compile=true"]
+as the one after bf16 is added."""
+COMPILE = ["+sft.torch_compile=true"]
 GPU_CANDIDATES = {
     "padded baseline, 4 rows per step": [
         "sft.packing=false",

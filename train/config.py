@@ -50,6 +50,7 @@ padding, cosine schedule with 5% warmup."""
 
 
 LM_HEADS = ("labelled", "all")
+PACKED_ATTENTION = ("mask", "segments")
 
 
 @dataclass
@@ -85,6 +86,11 @@ class TrainingRun(RunConfig):
     cpu_bf16: bool = False
     """On a CPU with native bf16 matmuls (AVX-512-BF16 or AMX), autocast to bf16; elsewhere, or
     off, fp32. The manifest records what ran. A GPU run takes bf16 from ``model.compute_dtype``."""
+    packed_attention: str = "mask"
+    """How the examples of a packed row attend: ``mask``, transformers' sdpa over the whole row
+    with a block-diagonal mask, or ``segments``, sdpa on each example alone (``train/attention.py``:
+    the same outputs for a fraction of the work). A flash-attention model attends per example
+    already and takes ``mask``."""
     sft: dict[str, Any] = field(default_factory=lambda: dict(RECIPE_SFT))
     """``trl.SFTConfig`` fields under TRL's own names, passed through as they are: any trainer
     option is one override away (``sft.lr_scheduler_type=constant``; ``+sft.<field>=...`` for
@@ -97,6 +103,7 @@ class TrainingRun(RunConfig):
     def __post_init__(self) -> None:
         known_names("steps", list(self.steps), list(ADAPTERS))
         known_names("lm_head", [self.lm_head], list(LM_HEADS))
+        known_names("packed_attention", [self.packed_attention], list(PACKED_ATTENTION))
 
 
 @dataclass

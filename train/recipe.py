@@ -31,6 +31,7 @@ from core.layout import (
 from core.locks import exclusive
 from core.models import LoraSpec, load_model
 from operators.registry import ADAPTERS, DECISIONS
+from train.attention import attend_per_example
 from train.builds import ensure_model
 from train.card import write_card
 from train.config import TrainConfig
@@ -198,6 +199,7 @@ def device_record(cfg: TrainConfig) -> dict[str, Any]:
         "cpu_flags": [] if on_gpu else matmul_flags(),
         "precision": precision(cfg),
         "lm_head": cfg.lm_head,
+        "packed_attention": cfg.packed_attention,
         "torch_compile": bool(cfg.sft.get("torch_compile", False)),
     }
 
@@ -268,6 +270,8 @@ def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str
     set_seed(cfg.seed)
     train_ds, eval_ds, data_fingerprint = load_splits(cfg)
     model, tokenizer = load_model(cfg.model)
+    if cfg.packed_attention == "segments":
+        attend_per_example(model)
     train_ds, long_train = within_length(train_ds, tokenizer, cfg.op.max_length)
     eval_ds, long_eval = within_length(eval_ds, tokenizer, cfg.op.max_length)
     if long_train or long_eval:

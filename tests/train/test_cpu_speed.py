@@ -87,3 +87,105 @@ def test_the_token_mix_counts_the_completion_as_labelled(tiny_model: Path) -> No
     assert 0 < mix.labelled < 1
     assert mix.labelled == pytest.approx((whole - asked) / whole)
     assert mix.mean_context == pytest.approx((whole + 1) / 2)
+
+
+def packed_row(vocab: int, lengths: list[int]):
+    """One padding-free row of examples of these lengths, as TRL's collator lays it out."""
+    import torch
+
+    ids = torch.randint(0, vocab, (1, sum(lengths)), generator=torch.Generator().manual_seed(0))
+    positions = torch.cat([torch.arange(n) for n in lengths]).unsqueeze(0)
+    starts = torch.tensor([0, *lengths]).cumsum(0).to(torch.int32)
+    return ids, positions, starts
+
+
+def test_attention_per_packed_example_is_each_example_on_its_own(tiny_model: Path) -> None:
+    """``packed_attention=segments`` gives a packed row the logits of its examples run one by one,
+    whether the boundaries come as TRL's ``cu_seq_lens_q`` or only as ``position_ids``; the masked
+    sdpa it replaces gives the same to float rounding."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from train.attention import attend_per_example
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model, use_safetensors=True, attn_implementation="sdpa")
+    lengths = [40, 7, 81]
+    ids, positions, starts = packed_row(model.config.vocab_size, lengths)
+    with torch.no_grad():
+        masked = model(input_ids=ids, position_ids=positions, use_cache=False).logits
+        attend_per_example(model)
+        parts = ids.split(lengths, dim=1)
+        alone = torch.cat([model(input_ids=part, use_cache=False).logits for part in parts], dim=1)
+        by_positions = model(input_ids=ids, position_ids=positions, use_cache=False).logits
+        by_bounds = model(
+            input_ids=ids, position_ids=positions, cu_seq_lens_q=starts, cu_seq_lens_k=starts, use_cache=False
+        ).logits
+    torch.testing.assert_close(by_positions, alone, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(by_bounds, alone, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(masked, alone, rtol=1e-4, atol=1e-4)
+    one_long_example = model(input_ids=ids, use_cache=False).logits
+    assert not torch.allclose(one_long_example, alone, atol=1e-3)
+
+
+def test_attention_per_packed_example_leaves_padded_batches_and_decoding_to_sdpa(tiny_model: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from train.attention import attend_per_example
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model, use_safetensors=True, attn_implementation="sdpa")
+    ids = torch.randint(0, model.config.vocab_size, (2, 30), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones_like(ids)
+    mask[1, :9] = 0  # left padding
+    with torch.no_grad():
+        before = model(input_ids=ids, attention_mask=mask).logits
+        greedy = model.generate(ids[:1], max_new_tokens=6, do_sample=False)
+        attend_per_example(model)
+        assert model.config._attn_implementation == "sdpa_segments"
+        torch.testing.assert_close(model(input_ids=ids, attention_mask=mask).logits, before, rtol=0, atol=0)
+        assert torch.equal(model.generate(ids[:1], max_new_tokens=6, do_sample=False), greedy)
+
+
+def test_attention_per_packed_example_refuses_another_kernel(tiny_model: Path) -> None:
+    from transformers import AutoModelForCausalLM
+
+    from train.attention import attend_per_example
+
+    model = AutoModelForCausalLM.from_pretrained(
+        tiny_model, use_safetensors=True, attn_implementation="eager"
+    )
+    with pytest.raises(ValueError, match="packed_attention=mask"):
+        attend_per_example(model)
+
+
+def test_a_packed_training_run_learns_the_same_with_either_attention(
+    tiny_model: Path, small_datasets: Path, tmp_path: Path
+) -> None:
+    """train.py's own path, three steps of packed compare rows each way: the same losses to
+    float rounding, and the manifest says which attention ran."""
+    from train.recipe import train_adapter
+
+    def losses(attention: str) -> list[float]:
+        cfg = TrainConfig(
+            op=OpConfig(
+                name="compare", max_length=1024, per_device_batch=1, grad_accum=1, learning_rate=1e-3
+            ),
+            model=ModelConfig(name="tiny", path=str(tiny_model), compute_dtype="float32"),
+            fold="patch-guardrails",
+            max_steps=3,
+            datasets_dir=str(small_datasets),
+            adapters_dir=str(tmp_path / attention),
+            packed_attention=attention,
+            report_to="none",
+            logging_steps=1,
+            eval_steps=1000,
+            save_steps=1000,
+            prepare=False,
+        )
+        manifest = train_adapter(cfg)
+        assert manifest["device"]["packed_attention"] == attention
+        return [e["loss"] for e in manifest["log_history"] if "loss" in e]
+
+    mask, segments = losses("mask"), losses("segments")
+    assert len(mask) == 3
+    assert segments == pytest.approx(mask, rel=2e-3)
