@@ -83,6 +83,7 @@ def attend_per_example(model: Any) -> None:
     """Switch a loaded sdpa model to :func:`segments_attention`. Another implementation (a
     flash-attention kernel already attends per example) is refused rather than replaced."""
     from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
     current = model.config._attn_implementation
     if current not in ("sdpa", SEGMENTS):
@@ -92,4 +93,7 @@ def attend_per_example(model: Any) -> None:
             f"flash attention already attends per example) or model.attn_implementation=sdpa"
         )
     AttentionInterface.register(SEGMENTS, segments_attention)
+    # The masks sdpa takes, for what falls back to it: transformers hands an implementation it
+    # has no mask builder for the bare 2-D padding mask.
+    AttentionMaskInterface.register(SEGMENTS, sdpa_mask)
     model.set_attn_implementation(SEGMENTS)
