@@ -8,7 +8,8 @@ backward, about nine times the causal work of its four blocks. On SmolLM2 and 2 
 was a third of a training step (``torch.profiler``, issue 26).
 
 ``segments`` (``packed_attention=segments``) runs sdpa on each example of the row, causal and
-without a mask: the outputs of separate forward passes, exactly (``tests/train/test_attention.py``).
+without a mask: the outputs of separate forward passes of the examples, to float rounding
+(``tests/train/test_cpu_speed.py``).
 Anything else (a padded batch, a decoding step with a cache, a sliding window) goes to
 transformers' own sdpa, so the same model still generates and evaluates as before.
 """
