@@ -37,7 +37,7 @@ def _segment_bounds(query: Any, key: Any, kwargs: dict[str, Any]) -> list[int] |
         if not starts or starts[0] != 0:
             return None
         return [*starts, query.shape[2]]
-    bounds = [int(b) for b in bounds]
+    bounds = bounds.tolist()
     return bounds if bounds[0] == 0 and bounds[-1] == query.shape[2] else None
 
 
@@ -75,7 +75,6 @@ def segments_attention(
             enable_gqa=grouped,
         )
         for a, b in pairwise(bounds)
-        if b > a
     ]
     return torch.cat(parts, dim=2).transpose(1, 2).contiguous(), None
 
