@@ -11,7 +11,6 @@ completion.
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -92,46 +91,68 @@ def shared_prefixes(rows: list[list[int]], starts: list[int]) -> list[tuple[int,
     return [(min(shared, *(starts[i] - 1 for i in members)), members) for shared, members in groups]
 
 
-def read_continuations(model: Any, rows: list[list[int]], starts: list[int], batch: int) -> list[float]:
+PROBE_TOKENS = 512
+"""The most remainder tokens one forward pass of ``read_continuations`` packs side by side."""
+
+
+def packs(lengths: Sequence[int], tokens: int) -> list[range]:
+    """Consecutive runs of items whose lengths sum to at most ``tokens`` (a longer item alone)."""
+    out: list[range] = []
+    begin = total = 0
+    for k, n in enumerate(lengths):
+        if k > begin and total + n > tokens:
+            out.append(range(begin, k))
+            begin, total = k, 0
+        total += n
+    return [*out, range(begin, len(lengths))] if lengths else out
+
+
+def read_continuations(
+    model: Any, rows: list[list[int]], starts: list[int], tokens: int = PROBE_TOKENS
+) -> list[float]:
     """Each row's log-probability of its tokens from ``starts`` on, teacher-forced.
 
-    Rows that share a prefix (``shared_prefixes``) run it once: its key/value cache is copied
-    for each batch of their remainders, which are right-padded so positions stay contiguous.
+    Rows that share a prefix (``shared_prefixes``) run it once. Their remainders then run
+    packed into one sequence of at most ``tokens`` tokens, each at the positions it has in its
+    own row and attending to the prefix and its own earlier tokens only (a 4-D mask): no
+    padding, no copy of the prefix's key/value cache, one forward pass where batches of padded
+    rows took one each. The cache is cut back to the prefix after every pass.
     """
     import torch
 
     out = [0.0] * len(rows)
+    device = model.device
     with torch.inference_mode():
         for shared, members in shared_prefixes(rows, starts):
-            prefix = torch.tensor([rows[members[0]][:shared]], device=model.device)
+            prefix = torch.tensor([rows[members[0]][:shared]], device=device)
             cache = model(input_ids=prefix, use_cache=True).past_key_values
-            for begin in range(0, len(members), batch):
-                chunk = members[begin : begin + batch]
+            for run in packs([len(rows[i]) - shared for i in members], tokens):
+                chunk = [members[k] for k in run]
                 tails = [rows[i][shared:] for i in chunk]
-                width = max(map(len, tails))
-                ids = torch.zeros(len(chunk), width, dtype=torch.long)
-                mask = torch.zeros(len(chunk), shared + width, dtype=torch.long)
-                mask[:, :shared] = 1
-                for r, tail in enumerate(tails):
-                    ids[r, : len(tail)] = torch.tensor(tail)
-                    mask[r, shared : shared + len(tail)] = 1
-                past = copy.deepcopy(cache)
-                past.batch_repeat_interleave(len(chunk))
+                n = sum(map(len, tails))
+                own = torch.block_diag(*(torch.ones(len(t), len(t), dtype=torch.bool).tril() for t in tails))
+                mask = torch.cat([torch.ones(n, shared, dtype=torch.bool), own], dim=1)
+                positions = torch.cat([torch.arange(shared, shared + len(t)) for t in tails])
                 logprobs = (
                     model(
-                        input_ids=ids.to(model.device),
-                        attention_mask=mask.to(model.device),
-                        past_key_values=past,
+                        input_ids=torch.tensor([[t for tail in tails for t in tail]], device=device),
+                        attention_mask=mask[None, None].to(device),
+                        position_ids=positions[None].to(device),
+                        past_key_values=cache,
                         use_cache=True,
                     )
-                    .logits.float()
+                    .logits[0]
+                    .float()
                     .log_softmax(-1)
                 )
-                for r, i in enumerate(chunk):
-                    # Tail position t - 1 - shared predicts the row's token t.
+                cache.crop(-n)
+                at = 0
+                for i, tail in zip(chunk, tails, strict=True):
+                    # The packed position of the row's token t - 1 predicts its token t.
                     scored = torch.arange(starts[i], len(rows[i]))
-                    picked = logprobs[r, scored - 1 - shared, torch.tensor(rows[i])[scored]]
+                    picked = logprobs[at + scored - 1 - shared, torch.tensor(rows[i])[scored]]
                     out[i] = picked.sum().item()
+                    at += len(tail)
     return out
 
 
@@ -166,13 +187,24 @@ def generate(
 
     ``grammars`` holds one compiled grammar or ``None`` per row; rows without one decode freely.
     ``favours``: per row, a text whose tokens get a bias (or None), applied before the grammar.
+
+    The rows' common token prefix (the system prompt, and for extraction the catalog: most of
+    the prompt) is run once and its key/value cache handed to every row. Each row is laid out
+    as that prefix, then its padding, then the rest of its prompt; positions come from the
+    attention mask, so every token sits where it sits in its own unpadded prompt.
     """
     import torch
     import xgrammar as xgr
 
-    texts = [prompt_text(tokenizer, p) for p in prompts]
-    tokenizer.padding_side = "left"
-    batch = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+    rows = [tokenizer(prompt_text(tokenizer, p), add_special_tokens=False)["input_ids"] for p in prompts]
+    shared = min(min(common_prefix(rows[0], row) for row in rows), min(map(len, rows)) - 1)
+    width = max(map(len, rows)) - shared
+    ids = torch.full((len(rows), shared + width), tokenizer.pad_token_id, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for r, row in enumerate(rows):
+        rest = shared + width - (len(row) - shared)  # where the row's own tokens begin
+        ids[r, :shared], ids[r, rest:] = torch.tensor(row[:shared]), torch.tensor(row[shared:])
+        mask[r, :shared] = mask[r, rest:] = 1
     processors = []
     if favours and any(text for text, _ in favours):
         processors.append(favour_processor(tokenizer, favours, model.config.vocab_size))
@@ -182,15 +214,21 @@ def generate(
         processors.append(xgr.contrib.hf.LogitsProcessor(grammars))
     eos = tokenizer.convert_tokens_to_ids(IM_END)
     with torch.inference_mode():
+        cache = None
+        if len(rows) > 1 and shared:
+            cache = model(input_ids=ids[:1, :shared].to(model.device), use_cache=True).past_key_values
+            cache.batch_repeat_interleave(len(rows))
         out = model.generate(
-            **batch,
+            input_ids=ids.to(model.device),
+            attention_mask=mask.to(model.device),
+            past_key_values=cache,
             max_new_tokens=max_tokens,
             do_sample=False,
             logits_processor=processors,
             eos_token_id=eos,
             pad_token_id=tokenizer.pad_token_id,
         )
-    new = out[:, batch["input_ids"].shape[1] :]
+    new = out[:, ids.shape[1] :]
     counts = [int(((row != tokenizer.pad_token_id) & (row != eos)).sum()) for row in new]
     return [tokenizer.decode(row, skip_special_tokens=True) for row in new], counts
 
@@ -293,7 +331,7 @@ class HFBackend:
                 continue
             began = time.perf_counter()
             with self._running(adapter):
-                logprobs = iter(read_continuations(self.model, rows, starts, self.batch_size))
+                logprobs = iter(read_continuations(self.model, rows, starts))
             share = (time.perf_counter() - began) / len(owners)
             for i in owners:
                 out[i] = Odds(renormalized([next(logprobs) for _ in probes[i].options]), share)

@@ -10,8 +10,9 @@ import pytest
 from core.models import ModelConfig
 from data.replay import load_trajectory
 from operators.backends import BASE, BackendError, Request
-from operators.backends.hf import HFBackend
+from operators.backends.hf import HFBackend, prompt_text
 from operators.learned import LearnedOperators
+from operators.prompts import select_messages
 from operators.registry import OPS
 from operators.schemas import CompareOutput, ExtractOutput, Selection, json_schema
 from tests.conftest import shipped
@@ -74,6 +75,18 @@ def test_two_stage_outputs_validate_even_untrained(bare: HFBackend, notes) -> No
     assert ops.calls["select"] == 2 * len(sourced) and ops.calls["fill"] == len(items) + sum(
         len(e.calls) - 1 for e in extractions
     )
+
+
+def test_a_batch_decodes_each_prompt_as_it_decodes_alone(tiny_model: Path, notes) -> None:
+    """A batch runs its prompts' common start once (the catalog of a select prompt) and pads in
+    the middle; every row still decodes what it decodes on its own, prompts of unequal length
+    included."""
+    _, sourced = notes
+    batched = HFBackend.load(tiny_config(tiny_model), {}, batch_size=len(sourced))
+    alone = HFBackend.load(tiny_config(tiny_model), {}, batch_size=1)
+    requests = [Request(BASE, select_messages(n, c), None, 16) for n, c in sourced]
+    assert len({len(prompt_text(alone.tokenizer, r.messages)) for r in requests}) > 1
+    assert [c.text for c in batched.complete(requests)] == [c.text for c in alone.complete(requests)]
 
 
 def test_constrained_decoding_matches_the_schema(bare: HFBackend, notes) -> None:

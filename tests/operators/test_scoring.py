@@ -16,7 +16,7 @@ from core.records import Note
 from data.replay import load_trajectory
 from eval.calibration import best_threshold, calibrate
 from operators.backends import BackendError, Probe, parting
-from operators.backends.hf import HFBackend, prompt_text, read_continuations, shared_prefixes
+from operators.backends.hf import HFBackend, packs, prompt_text, read_continuations, shared_prefixes
 from operators.backends.symbolic import SymbolicBackend
 from operators.examples import stage_examples
 from operators.learned import LearnedOperators
@@ -67,7 +67,14 @@ def test_the_catalog_is_read_back_from_a_prompt(episode) -> None:
     assert catalog_pairs(extract_messages(note, episode.catalog)) == episode.catalog.pairs()
 
 
-def test_a_shared_prefix_reads_what_a_full_forward_pass_reads(bare: HFBackend, episode) -> None:
+@pytest.fixture(scope="module")
+def unquantized(tiny_model: Path) -> HFBackend:
+    """The same base in float32: NF4 matmuls of other shapes can round an activation the other
+    way (one option in 18 moved by 4e-3 when packed), which says nothing of the packing."""
+    return HFBackend.load(replace(model_config("tiny"), path=str(tiny_model), load_in_4bit=False), {})
+
+
+def test_a_shared_prefix_reads_what_a_full_forward_pass_reads(unquantized: HFBackend, episode) -> None:
     """Each note's option rows run its prefix once; every option's log-probability, over all its
     tokens, is that of running its row whole, and each note's rows form one group. The options
     are the stage-1 answers of one pair each: many tokens, parting inside the shared JSON."""
@@ -79,8 +86,8 @@ def test_a_shared_prefix_reads_what_a_full_forward_pass_reads(bare: HFBackend, e
     rows: list[list[int]] = []
     starts: list[int] = []
     for note in notes:
-        text = prompt_text(bare.tokenizer, select_messages(note, episode.catalog))
-        begun = [bare.tokenizer(text + o, add_special_tokens=False)["input_ids"] for o in options]
+        text = prompt_text(unquantized.tokenizer, select_messages(note, episode.catalog))
+        begun = [unquantized.tokenizer(text + o, add_special_tokens=False)["input_ids"] for o in options]
         rows += begun
         starts += [parting(begun, options)] * len(begun)
     assert min(len(row) - start for row, start in zip(rows, starts, strict=True)) > 1
@@ -89,14 +96,20 @@ def test_a_shared_prefix_reads_what_a_full_forward_pass_reads(bare: HFBackend, e
         list(range(len(pairs))),
         list(range(len(pairs), 2 * len(pairs))),
     ]
-    shared = read_continuations(bare.model, rows, starts, batch=3)
+    # A small budget: two or three remainders per pass, so a group takes several passes.
+    shared = read_continuations(unquantized.model, rows, starts, tokens=24)
     with torch.inference_mode():
         for row, start, got in zip(rows, starts, shared, strict=True):
-            logprobs = bare.model(input_ids=torch.tensor([row])).logits[0].float().log_softmax(-1)
+            logprobs = unquantized.model(input_ids=torch.tensor([row])).logits[0].float().log_softmax(-1)
             want = sum(logprobs[t - 1, row[t]].item() for t in range(start, len(row)))
-            assert got == pytest.approx(want, abs=1e-3)
-    odds = bare.probe([Probe("base", select_messages(n, episode.catalog), options) for n in notes])
+            assert got == pytest.approx(want, abs=1e-4)
+    odds = unquantized.probe([Probe("base", select_messages(n, episode.catalog), options) for n in notes])
     assert all(sum(o.probs) == pytest.approx(1.0) for o in odds)
+
+
+def test_packs_are_runs_within_the_budget() -> None:
+    assert packs([5, 5, 5, 30, 1, 1], 10) == [range(0, 2), range(2, 3), range(3, 4), range(4, 6)]
+    assert packs([], 10) == []
 
 
 def test_options_a_probe_cannot_tell_apart_are_refused(bare: HFBackend, episode) -> None:
