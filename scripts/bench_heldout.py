@@ -12,9 +12,10 @@ One command, three child processes (argument lists), everything under ``--root``
 
 Then it prints the wall time of each child and of each stage inside the first (read from what
 the stages wrote: ``build.json``, the adapter manifests), the training tokens/s and their share
-of this machine's matmul peak (``train/throughput.py``), the pooled held-out figures and the
-parity, and writes them to ``<root>/heldout.json``. A rerun resumes
-what is finished, so its child times are only those of what was left: give a new ``--root``
+of this machine's matmul peak (``train/throughput.py``; the tokens the trainer ran, which under
+``packed_attention=shared_prefix`` leave out the prompt start a row's examples share), the
+pooled held-out figures and the parity, and writes them to ``<root>/heldout.json``. A rerun
+resumes what is finished, so its child times are only those of what was left: give a new ``--root``
 for a timing.
 """
 

@@ -5,9 +5,14 @@ Every candidate is a list of train.py overrides, trained by train.py's own path
 on a GPU, peak RSS on CPU). The bench first measures this machine's matmul peak (fp32, and bf16
 where the CPU multiplies bf16 natively), then prints per candidate:
 
-- tokens/s after the first (warm-up) step, and as a multiple of the first candidate's;
-- GFLOP/s of the work the loss needs (``train/throughput.py``) and its share of the peak in the
-  precision the candidate's matmuls ran in;
+- tokens/s after the first (warm-up) step, and as a multiple of the first candidate's: the
+  tokens of the rows TRL packed. A ``shared_prefix`` candidate runs fewer of them (the start its
+  examples share, once per row); its rows are those of the candidate before it with the same
+  row length, so their tokens are counted from that one's run;
+- the tokens/s it computed (fewer than the rows' for ``shared_prefix``);
+- GFLOP/s of the work the loss needs on the rows as packed (``train/throughput.py``) and its
+  share of the peak in the precision the candidate's matmuls ran in; a candidate that skips
+  work (the LM head off the labels, the shared start) shows as a higher share;
 - seconds per step, peak memory, and the training loss at each of the last steps.
 
     python scripts/bench_train.py                            # CPU: SmolLM2, compare, 10 steps
@@ -55,7 +60,9 @@ CPU_CANDIDATES = {
         "packed_attention=segments",
         DROPOUT,
     ],
-    "recipe: and no LoRA dropout": [],
+    "and no LoRA dropout": ["packed_attention=segments"],
+    "recipe: and the rows' shared prompt start once": [],
+    "no LoRA dropout, 2,048-token rows": ["packed_attention=segments", "op.max_length=2048"],
     "recipe, 2,048-token rows": ["op.max_length=2048"],
 }
 """The CPU recipe before issue 26, each change alone, and the recipe (configs/recipe/smollm2-cpu,
@@ -112,13 +119,31 @@ def one(overrides: list[str]) -> dict:
     seconds = float(last["train_runtime"]) - float(first["train_runtime"])
     return {
         "steps": manifest["global_step"],
-        "tokens_per_s": tokens / seconds,
+        "tokens": tokens,
+        "seconds": seconds,
+        "packed_attention": manifest["device"]["packed_attention"],
+        "max_length": manifest["config"]["op"]["max_length"],
+        "computed_per_s": tokens / seconds,
         "step_s": seconds / (len(steps) - 1),
         "peak_gib": manifest["peak_memory_bytes"] / 2**30,
         "losses": [round(float(e["loss"]), 4) for e in steps],
         "precision": manifest["device"]["precision"],
         "device": manifest["device"]["device"],
     }
+
+
+def row_tokens(result: dict, before: list[dict]) -> float:
+    """The tokens of the rows ``result`` trained on, as TRL packed them: its own count, or for a
+    ``shared_prefix`` run, that of the last run before it on the same rows (same row length;
+    every candidate trains the same rows of the same seed) that ran them uncut."""
+    if result["packed_attention"] != "shared_prefix":
+        return result["tokens"]
+    same = [
+        r
+        for r in before
+        if r["max_length"] == result["max_length"] and r["packed_attention"] != "shared_prefix"
+    ]
+    return same[-1]["tokens"] if same else float("nan")
 
 
 def main() -> None:
@@ -188,8 +213,9 @@ def main() -> None:
             line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
             if proc.returncode != 0 or line is None:
                 sys.exit(f"{name}: failed\n{proc.stderr[-3000:]}")
-            results[name] = json.loads(line.removeprefix("RESULT "))
-            print(f"{name}: {results[name]['tokens_per_s']:.1f} tokens/s", flush=True)
+            r = results[name] = json.loads(line.removeprefix("RESULT "))
+            r["tokens_per_s"] = row_tokens(r, list(results.values())[:-1]) / r["seconds"]
+            print(f"{name}: {r['tokens_per_s']:.1f} tokens/s", flush=True)
 
     first = next(iter(results.values()))
     device = (
@@ -201,9 +227,11 @@ def main() -> None:
     print(f"{per_token / 1e9:.3f} GFLOP per trained token (train/throughput.py)")
     if peaks:
         print("matmul peak: " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peaks.items()))
-    columns = "candidate | precision | tokens/s | × first | GFLOP/s | of peak | s/step | peak GiB | losses"
+    columns = (
+        "candidate | precision | tokens/s | × first | computed/s | GFLOP/s | of peak | s/step | GiB | losses"
+    )
     print(f"\n| {columns} |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for name, r in results.items():
         rate = r["tokens_per_s"]
         achieved = rate * per_token / 1e9
@@ -211,7 +239,8 @@ def main() -> None:
         share = f"{achieved / peak:.0%}" if peak else "-"
         losses = ", ".join(f"{x:.3f}" for x in r["losses"][-3:])  # the last three steps
         print(
-            f"| {name} | {r['precision']} | {rate:.1f} | {rate / first['tokens_per_s']:.2f} | {achieved:.0f} "
+            f"| {name} | {r['precision']} | {rate:.1f} | {rate / first['tokens_per_s']:.2f} "
+            f"| {r['computed_per_s']:.1f} | {achieved:.0f} "
             f"| {share} | {r['step_s']:.2f} | {r['peak_gib']:.2f} | {losses} |"
         )
 

@@ -50,7 +50,7 @@ padding, cosine schedule with 5% warmup."""
 
 
 LM_HEADS = ("labelled", "all")
-PACKED_ATTENTION = ("mask", "segments")
+PACKED_ATTENTION = ("mask", "segments", "shared_prefix")
 
 
 @dataclass
@@ -88,9 +88,10 @@ class TrainingRun(RunConfig):
     off, fp32. The manifest records what ran. A GPU run takes bf16 from ``model.compute_dtype``."""
     packed_attention: str = "mask"
     """How the examples of a packed row attend: ``mask``, transformers' sdpa over the whole row
-    with a block-diagonal mask, or ``segments``, sdpa on each example alone (``train/attention.py``:
-    the same outputs for a fraction of the work). A flash-attention model attends per example
-    already and takes ``mask``."""
+    with a block-diagonal mask, ``segments``, sdpa on each example alone (``train/attention.py``:
+    the same outputs for a fraction of the work), or ``shared_prefix``, per example too, with the
+    prompt start a row's examples share run once for the row (the same loss and gradient on
+    fewer tokens). A flash-attention model attends per example already and takes ``mask``."""
     sft: dict[str, Any] = field(default_factory=lambda: dict(RECIPE_SFT))
     """``trl.SFTConfig`` fields under TRL's own names, passed through as they are: any trainer
     option is one override away (``sft.lr_scheduler_type=constant``; ``+sft.<field>=...`` for

@@ -31,7 +31,7 @@ from core.layout import (
 from core.locks import exclusive
 from core.models import LoraSpec, load_model
 from operators.registry import ADAPTERS, DECISIONS
-from train.attention import attend_per_example
+from train.attention import SharedPrefix, attend_per_example
 from train.builds import ensure_model
 from train.card import write_card
 from train.config import TrainConfig
@@ -270,7 +270,7 @@ def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str
     set_seed(cfg.seed)
     train_ds, eval_ds, data_fingerprint = load_splits(cfg)
     model, tokenizer = load_model(cfg.model)
-    if cfg.packed_attention == "segments":
+    if cfg.packed_attention != "mask":
         attend_per_example(model)
     train_ds, long_train = within_length(train_ds, tokenizer, cfg.op.max_length)
     eval_ds, long_eval = within_length(eval_ds, tokenizer, cfg.op.max_length)
@@ -288,6 +288,8 @@ def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str
         processing_class=tokenizer,
         peft_config=lora_config(cfg.model.lora),
     )
+    if cfg.packed_attention == "shared_prefix":
+        trainer.data_collator = SharedPrefix(trainer.data_collator)
     started = time.perf_counter()
     with (
         disk_errors(out),

@@ -127,6 +127,44 @@ def test_attention_per_packed_example_is_each_example_on_its_own(tiny_model: Pat
     assert not torch.allclose(one_long_example, alone, atol=1e-3)
 
 
+def test_a_shared_prefix_row_gives_the_logits_of_the_whole_row(tiny_model: Path) -> None:
+    """Three examples that open with the same 20 tokens: the row with those tokens cut from the
+    second and third gives, at every token it keeps, the logits of the uncut row run per example;
+    the collator cuts exactly the shared start, short of the first label."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from train.attention import attend_per_example, cut_shared_prefix
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model, use_safetensors=True, attn_implementation="sdpa")
+    attend_per_example(model)
+    lengths = [40, 27, 61]
+    ids, positions, starts = packed_row(model.config.vocab_size, lengths)
+    for a in starts[1:-1].tolist():
+        ids[0, a : a + 20] = ids[0, :20]
+    labels = ids.clone()
+    for a in starts[:-1].tolist():
+        labels[0, a : a + 24] = -100  # the prompts: 24 tokens each
+    batch = {"input_ids": ids, "labels": labels, "position_ids": positions, "cu_seq_lens_q": starts}
+    cut = cut_shared_prefix(batch)
+    assert cut["input_ids"].shape[1] == sum(lengths) - 2 * 20
+    assert cut["cu_seq_lens_q"].tolist() == [0, 40, 47, 88]
+    assert cut["position_ids"][0, 40:43].tolist() == [20, 21, 22]
+    kept = torch.ones(sum(lengths), dtype=torch.bool)
+    for a in starts[1:-1].tolist():
+        kept[a : a + 20] = False
+    assert torch.equal(cut["labels"][0], labels[0, kept])
+    with torch.no_grad():
+        whole = model(input_ids=ids, position_ids=positions, use_cache=False).logits[0, kept]
+        shared = model(input_ids=cut["input_ids"], position_ids=cut["position_ids"], use_cache=False).logits[
+            0
+        ]
+    torch.testing.assert_close(shared, whole, rtol=1e-5, atol=1e-5)
+
+    labels[0, starts[1] + 5] = 7  # a label inside the shared start: the cut stops short of it
+    assert cut_shared_prefix({**batch, "labels": labels})["input_ids"].shape[1] == sum(lengths) - 2 * 4
+
+
 def test_attention_per_packed_example_leaves_padded_batches_and_decoding_to_sdpa(tiny_model: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM
@@ -162,15 +200,21 @@ def test_a_packed_training_run_learns_the_same_with_either_attention(
     tiny_model: Path, small_datasets: Path, tmp_path: Path
 ) -> None:
     """train.py's own path, three steps of packed compare rows each way: the same losses to
-    float rounding, and the manifest says which attention ran."""
+    float rounding, and the manifest says which attention ran. Without LoRA dropout, as in the
+    SmolLM2 recipe: its masks are drawn per token, so a row with fewer tokens draws others.
+    ``shared_prefix`` runs fewer tokens for it."""
     from train.recipe import train_adapter
+
+    seen = {}
 
     def losses(attention: str) -> list[float]:
         cfg = TrainConfig(
             op=OpConfig(
                 name="compare", max_length=1024, per_device_batch=1, grad_accum=1, learning_rate=1e-3
             ),
-            model=ModelConfig(name="tiny", path=str(tiny_model), compute_dtype="float32"),
+            model=ModelConfig(
+                name="tiny", path=str(tiny_model), compute_dtype="float32", lora=LoraSpec(dropout=0.0)
+            ),
             fold="patch-guardrails",
             max_steps=3,
             datasets_dir=str(small_datasets),
@@ -184,8 +228,11 @@ def test_a_packed_training_run_learns_the_same_with_either_attention(
         )
         manifest = train_adapter(cfg)
         assert manifest["device"]["packed_attention"] == attention
+        seen[attention] = manifest["tokens_seen"]
         return [e["loss"] for e in manifest["log_history"] if "loss" in e]
 
-    mask, segments = losses("mask"), losses("segments")
+    mask, segments, shared = losses("mask"), losses("segments"), losses("shared_prefix")
     assert len(mask) == 3
     assert segments == pytest.approx(mask, rel=2e-3)
+    assert shared == pytest.approx(segments, rel=2e-3)
+    assert seen["shared_prefix"] < 0.9 * seen["segments"]
