@@ -288,7 +288,7 @@ def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str
         processing_class=tokenizer,
         peft_config=lora_config(cfg.model.lora),
     )
-    if cfg.packed_attention == "shared_prefix":
+    if cfg.packed_attention == "shared_prefix":  # around the collator TRL built (and set pad tokens for)
         trainer.data_collator = SharedPrefix(trainer.data_collator)
     started = time.perf_counter()
     with (

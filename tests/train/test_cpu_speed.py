@@ -156,9 +156,8 @@ def test_a_shared_prefix_row_gives_the_logits_of_the_whole_row(tiny_model: Path)
     assert torch.equal(cut["labels"][0], labels[0, kept])
     with torch.no_grad():
         whole = model(input_ids=ids, position_ids=positions, use_cache=False).logits[0, kept]
-        shared = model(input_ids=cut["input_ids"], position_ids=cut["position_ids"], use_cache=False).logits[
-            0
-        ]
+        shared = model(input_ids=cut["input_ids"], position_ids=cut["position_ids"], use_cache=False)
+    shared = shared.logits[0]
     torch.testing.assert_close(shared, whole, rtol=1e-5, atol=1e-5)
 
     labels[0, starts[1] + 5] = 7  # a label inside the shared start: the cut stops short of it
