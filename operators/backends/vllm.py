@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from operators.backends import BASE, BackendError, Completion, Odds, Probe, Request, parting, renormalized
 
 if TYPE_CHECKING:
+    import httpx
     from openai import AsyncOpenAI
 
 
@@ -51,14 +52,16 @@ class VLLMBackend:
         return asyncio.run(self._probe(probes))
 
     async def _probe(self, probes: Sequence[Probe]) -> list[Odds]:
-        rows = [await self._option_rows(p) for p in probes]  # a probe's options at once
+        gate = asyncio.Semaphore(self.concurrency)
+        async with self._http() as http:  # every probe's options at once, on one connection pool
+            rows = await asyncio.gather(*(self._option_rows(http, gate, p) for p in probes))
         parts = [parting(begun, p.options) for p, begun in zip(probes, rows, strict=True)]
         nexts: dict[tuple[str, tuple[int, ...]], set[int]] = {}
         for p, begun, part in zip(probes, rows, parts, strict=True):
             for row in begun:
                 for t in range(part, len(row)):
                     nexts.setdefault((p.adapter, tuple(row[:t])), set()).add(row[t])
-        client, gate = self._client(), asyncio.Semaphore(self.concurrency)
+        client = self._client()
         async with client:
             if self.base_model is None and any(p.adapter == BASE for p in probes):
                 self.base_model = await self._base(client)
@@ -81,18 +84,22 @@ class VLLMBackend:
             out.append(Odds(renormalized(logprobs), seconds))
         return out
 
-    async def _option_rows(self, probe: Probe) -> list[list[int]]:
+    async def _option_rows(
+        self, http: httpx.AsyncClient, gate: asyncio.Semaphore, probe: Probe
+    ) -> list[list[int]]:
         """The token ids of the prompt with each option begun as the reply, as the served chat
         template and tokenizer render them (``/tokenize``, continuing the assistant message)."""
         return list(
             await asyncio.gather(
                 *(
                     self._tokenize(
+                        http,
+                        gate,
                         {
                             "messages": [*probe.messages, {"role": "assistant", "content": option}],
                             "add_generation_prompt": False,
                             "continue_final_message": True,
-                        }
+                        },
                     )
                     for option in probe.options
                 )
@@ -110,11 +117,12 @@ class VLLMBackend:
 
     async def _all(self, requests: Sequence[Request]) -> list[Completion]:
         client, gate = self._client(), asyncio.Semaphore(self.concurrency)
-        async with client:
+        async with client, self._http() as http:
             if self.base_model is None and any(r.adapter == BASE for r in requests):
                 self.base_model = await self._base(client)
             texts = list(dict.fromkeys(r.favour for r in requests if r.favour))
-            tokens = dict(zip(texts, await asyncio.gather(*map(self._token_ids, texts)), strict=True))
+            said = [self._tokenize(http, gate, {"prompt": t, "add_special_tokens": False}) for t in texts]
+            tokens = dict(zip(texts, await asyncio.gather(*said), strict=True))
             biases = [
                 {str(t): r.favour_bias for t in tokens[r.favour]} if r.favour else None for r in requests
             ]
@@ -124,26 +132,32 @@ class VLLMBackend:
                 )
             )
 
-    async def _token_ids(self, text: str) -> list[int]:
-        """The served tokenizer's ids for ``text``, for a ``logit_bias``."""
-        return await self._tokenize({"prompt": text, "add_special_tokens": False})
-
-    async def _tokenize(self, body: dict[str, Any]) -> list[int]:
-        """vLLM's ``/tokenize`` (beside ``/v1``): a text, or a chat through the served template."""
+    def _http(self) -> httpx.AsyncClient:
+        """A client on the server's own routes beside ``/v1`` (``/tokenize``), with the key."""
         import httpx
 
         root = self.base_url.removesuffix("/").removesuffix("/v1")
-        try:
-            async with httpx.AsyncClient(timeout=self.timeout_s) as http:
-                reply = await http.post(
-                    f"{root}/tokenize", json=body, headers={"Authorization": f"Bearer {self.api_key}"}
-                )
-        except httpx.HTTPError as e:
-            raise BackendError(
-                f"{root}/tokenize: no answer ({type(e).__name__}: {e}); is the server up?"
-            ) from e
+        return httpx.AsyncClient(
+            base_url=root, timeout=self.timeout_s, headers={"Authorization": f"Bearer {self.api_key}"}
+        )
+
+    async def _tokenize(
+        self, http: httpx.AsyncClient, gate: asyncio.Semaphore, body: dict[str, Any]
+    ) -> list[int]:
+        """vLLM's ``/tokenize``: a text, or a chat through the served template."""
+        import httpx
+
+        async with gate:
+            try:
+                reply = await http.post("/tokenize", json=body)
+            except httpx.HTTPError as e:
+                raise BackendError(
+                    f"{http.base_url}tokenize: no answer ({type(e).__name__}: {e}); is the server up?"
+                ) from e
         if reply.status_code != 200:
-            raise BackendError(f"{root}/tokenize answered HTTP {reply.status_code}: {reply.text[:200]}")
+            raise BackendError(
+                f"{http.base_url}tokenize answered HTTP {reply.status_code}: {reply.text[:200]}"
+            )
         return reply.json()["tokens"]
 
     async def _base(self, client: AsyncOpenAI) -> str:
