@@ -13,7 +13,7 @@ default of train.py and scripts/loo.py, is decided here by one rule (:func:`auto
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -98,3 +98,17 @@ def entry_config(raw: Any) -> Any:
 
     hydra = HydraConfig.get()
     return OmegaConf.to_object(resolve_recipe(raw, hydra.job.config_name, list(hydra.overrides.task)))
+
+
+def write_config(path: Path, entry: str, config: Any, by: str) -> None:
+    """``config`` in full as a Hydra config file on the entry script's own config (which then
+    gives only its Hydra settings), for ``--config-dir``/``--config-name``: how a job, or a child
+    process, gets a config resolved elsewhere without parsing it again. ``by`` names the writer
+    in the header."""
+    from omegaconf import OmegaConf
+
+    body = OmegaConf.to_yaml(OmegaConf.create(asdict(config)))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(f"# resolved by {by}\ndefaults:\n  - {entry}\n  - _self_\n\n{body}")
+    tmp.replace(path)

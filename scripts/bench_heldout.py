@@ -2,21 +2,25 @@
 
     python scripts/bench_heldout.py [--config-name smollm2-cpu] [--root outputs/bench/heldout]
 
-One command, three child processes (argument lists), everything under ``--root``:
-1. ``scripts/loo.py --config-name <config>``: the model build, the datasets, the synthetic-only
-   adapters, and the five folds on ``hf``, engine replays included;
-2. the same config with ``backend=vllm``: the same pass, every variant and engine replay, on one
+One command, everything under ``--root``, each step a child process (argument lists) as it is
+a job under Slurm (``slurm/submit.py``), with its config resolved here and handed over as a file
+(``<root>/configs/``):
+1. the base (``scripts/make_model.py``) and the datasets (``scripts/build_data.py``);
+2. each synthetic-only adapter, one ``train.py`` each;
+3. ``scripts/loo.py --config-name <config>``: the five folds on ``hf``, engine replays included;
+4. the same config with ``backend=vllm``: the same pass, every variant and engine replay, on one
    vLLM server holding the same adapters;
-3. the parity of the two runs per operator and variant (``eval/parity.py``): identical raw text
+5. the parity of the two runs per operator and variant (``eval/parity.py``): identical raw text
    for every model call, identical final values and answers for every replay.
 
-Then it prints the wall time of each child and of each stage inside the first (read from what
-the stages wrote: ``build.json``, the adapter manifests), the training tokens/s and their share
-of this machine's matmul peak (``train/throughput.py``; the tokens the trainer ran, which under
-``packed_attention=shared_prefix`` leave out the prompt start a row's examples share), the
-pooled held-out figures and the parity, and writes them to ``<root>/heldout.json``. A rerun
-resumes what is finished, so its child times are only those of what was left: give a new ``--root``
-for a timing.
+Scoring runs in a process that trained nothing: the hf pass decoded about a fifth slower in the
+process that had trained the adapters (README, issue 26). Then it prints the wall time of each
+step (the adapters' and the model's as their manifests record them), the training tokens/s and
+their share of this machine's matmul peak (``train/throughput.py``; the tokens the trainer ran,
+which under ``packed_attention=shared_prefix`` leave out the prompt start a row's examples
+share), the pooled held-out figures and the parity, and writes them to ``<root>/heldout.json``.
+A rerun resumes what is finished and runs only what is left, so its times are those of what was
+left: give a new ``--root`` for a timing.
 """
 
 from __future__ import annotations
@@ -28,15 +32,18 @@ import sys
 import time
 from pathlib import Path
 
-from core.config import compose_config
+from core.config import compose_config, write_config
 from core.layout import OUTPUTS
 from eval.config import LooConfig
 from eval.parity import parity as decoding_parity
+from eval.plan import steps
 from eval.report import cell
+from train.config import train_config
 from train.cpu import cpu_model, matmul_flags, native_bf16
 from train.throughput import flops_per_token, matmul_peak, token_mix
 
 ROOT = Path(__file__).resolve().parents[1]
+BENCH = "scripts/bench_heldout.py"
 
 
 def run(name: str, argv: list[str], log: Path) -> float:
@@ -76,20 +83,41 @@ def main() -> None:
     peaks = {"float32": matmul_peak("float32")}  # measured first, with the machine to itself
     if native_bf16():
         peaks["bf16"] = matmul_peak("bfloat16")
-    loo_cfg: LooConfig = compose_config(args.config_name, [])  # importing LooConfig registers its schema
-    model_path = root / "models" / loo_cfg.model.name
+    model_path = root / "models" / compose_config(args.config_name, []).model.name
     where = [
         f"model.path={model_path}",
         f"datasets_dir={root / 'datasets'}",
         f"adapters_dir={root / 'adapters'}",
         f"runs_dir={root / 'loo'}",
     ]
-    loo = [sys.executable, "scripts/loo.py", "--config-name", args.config_name, *where]
-    walls = {"hf": run("hf", [*loo, "run=hf"], root / "logs" / "hf.log")}
-    walls["vllm"] = run("vllm", [*loo, "run=vllm", "backend=vllm"], root / "logs" / "vllm.log")
+    cfg: LooConfig = compose_config(args.config_name, where)  # importing LooConfig registers its schema
+    if not cfg.adapters_fold:
+        sys.exit(
+            f"{args.config_name}: the benchmark serves every fold from one fold's adapters (adapters_fold)"
+        )
+    plan, configs, logs, py = steps(cfg, cfg.adapters_fold), root / "configs", root / "logs", sys.executable
+    walls = {}
+    if plan.base_missing:
+        make = [py, "scripts/make_model.py", cfg.model.name, "--path", str(model_path)]
+        walls["model"] = run("model", make, logs / "model.log")
+    if plan.unbuilt:
+        write_config(configs / "prepare.yaml", "data", cfg.data(progress=False), by=BENCH)
+        data = [py, "scripts/build_data.py", "--config-dir", str(configs), "--config-name", "prepare"]
+        walls["datasets"] = run("datasets", data, logs / "datasets.log")
+    for fold, op in plan.untrained:
+        write_config(
+            configs / "train" / f"{op}.yaml", "train", train_config(cfg, fold, op, prepare=False), by=BENCH
+        )
+        train = [py, "train.py", "--config-dir", str(configs / "train"), "--config-name", op]
+        walls[f"train {op}"] = run(f"train {op}", train, logs / f"train-{op}.log")
+    loo = [py, "scripts/loo.py", "--config-name", args.config_name, *where]
+    walls["hf"] = run("hf", [*loo, "run=hf"], logs / "hf.log")
+    walls["vllm"] = run("vllm", [*loo, "run=vllm", "backend=vllm"], logs / "vllm.log")
     parity = decoding_parity(root / "loo" / "hf", root / "loo" / "vllm")
 
     stages = {"model build": json.loads((model_path / "build.json").read_text())["seconds"]}
+    if "datasets" in walls:
+        stages["datasets build"] = walls["datasets"]
     training = {}
     for manifest in sorted((root / "adapters").glob("*/*/*/manifest.json")):
         m = json.loads(manifest.read_text())
@@ -107,7 +135,7 @@ def main() -> None:
             "share_of_peak": round(gflops / peaks[precision], 3),
             "eval_loss": m["eval_loss"],
         }
-    stages["hf: data, scoring and replays"] = walls["hf"] - sum(stages.values())
+    stages["hf pass: scoring and replays"] = walls["hf"]
     stages["vllm pass (server start included)"] = walls["vllm"]
     summary = json.loads((root / "loo" / "hf" / "summary.json").read_text())
     result = {

@@ -25,9 +25,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
-from core.config import shared
+from core.config import shared, write_config
 from core.layout import run_dir
 from data.config import DataConfig
 from eval.config import LooConfig
@@ -44,6 +43,8 @@ TEMPLATES = {
     "report": ROOT / "slurm" / "report.sbatch",
 }
 LOG_PATTERN = "%x-%A_%a.out"
+BY = "scripts/submit.py"
+"""The writer each resolved job config names in its header."""
 _JOB_ID = re.compile(r"(\d+)(;\S+)?")
 
 
@@ -110,28 +111,17 @@ def configs_dir(cfg: SubmitConfig) -> Path:
     return run_dir(cfg.runs_dir, cfg.run).resolve() / "configs"
 
 
-def write_config(path: Path, entry: str, config: Any) -> None:
-    """The config in full, on the entry script's own config (for its Hydra settings only)."""
-    from omegaconf import OmegaConf
-
-    body = OmegaConf.to_yaml(OmegaConf.create(asdict(config)))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(f"# resolved by scripts/submit.py\ndefaults:\n  - {entry}\n  - _self_\n\n{body}")
-    tmp.replace(path)
-
-
 def write_configs(cfg: SubmitConfig, configs: JobConfigs) -> Path:
     """``<run>/configs/``: prepare.yaml, train/<fold>/<op>.yaml and eval/<fold>/job.yaml, which
     the templates hand to the entry scripts with ``--config-dir`` and ``--config-name``. Hydra
     searches configs/ before ``--config-dir``, so no file is named after a fold: a trajectory
     called ``loo`` would otherwise get configs/loo.yaml."""
     root = configs_dir(cfg)
-    write_config(root / "prepare.yaml", "data", configs.prepare)
+    write_config(root / "prepare.yaml", "data", configs.prepare, by=BY)
     for (fold, op), config in configs.train.items():
-        write_config(root / "train" / fold / f"{op}.yaml", "train", config)
+        write_config(root / "train" / fold / f"{op}.yaml", "train", config, by=BY)
     for fold, config in configs.eval.items():
-        write_config(root / "eval" / fold / "job.yaml", "loo", config)
+        write_config(root / "eval" / fold / "job.yaml", "loo", config, by=BY)
     return root
 
 

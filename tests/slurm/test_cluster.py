@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from core.config import compose_config
+from core.config import compose_config, write_config
 from eval.records import read_records
 from operators.registry import OPS
-from slurm.submit import write_config
+from slurm.submit import BY
 from tests.conftest import ROOT
 from tests.slurm.cluster import Cluster, Task, array_tasks
 
@@ -170,7 +170,7 @@ def test_a_requeued_training_task_resumes_from_its_checkpoint(
         "save_steps=5",
         "max_eval_samples=8",
     ]
-    write_config(configs / "train" / FOLD / "update.yaml", "train", compose_config("train", task))
+    write_config(configs / "train" / FOLD / "update.yaml", "train", compose_config("train", task), by=BY)
     argv = [
         "sbatch",
         "--parsable",
