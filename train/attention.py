@@ -21,6 +21,10 @@ tokens and then causally to itself. The keys and values of the shared start are 
 copy would have had, and the gradients of all examples flow back into them, so the logits, the
 loss and the gradient are those of the uncut row, to float rounding, on fewer tokens.
 
+``varlen`` (``packed_attention=varlen``, CUDA only) hands the whole row to the flash-attention
+varlen kernel that torch carries (``torch.nn.attention.varlen``), each example causal on its own,
+in one call per layer rather than one per example; it does not read a shared start.
+
 Anything else (a padded batch, a decoding step with a cache, a sliding window) goes to
 transformers' own sdpa, so the same model still generates and evaluates as before.
 """
@@ -33,7 +37,8 @@ from itertools import pairwise
 from typing import Any
 
 SEGMENTS = "sdpa_segments"
-"""The name this attention is registered under in transformers' ``AttentionInterface``."""
+VARLEN = "torch_varlen"
+"""The names these attentions are registered under in transformers' ``AttentionInterface``."""
 
 
 def _segment_bounds(query: Any, key: Any, kwargs: dict[str, Any]) -> list[int] | None:
@@ -111,24 +116,68 @@ def segments_attention(
     return torch.cat(parts, dim=2).transpose(1, 2).contiguous(), None
 
 
-def attend_per_example(model: Any) -> None:
-    """Switch a loaded sdpa model to :func:`segments_attention`. Another implementation (a
-    flash-attention kernel already attends per example) is refused rather than replaced."""
+def varlen_attention(
+    module: Any,
+    query: Any,
+    key: Any,
+    value: Any,
+    attention_mask: Any,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    **kwargs: Any,
+) -> tuple[Any, None]:
+    """As :func:`segments_attention`, with the row's examples in one call of torch's
+    flash-attention varlen kernel (bf16 or fp16, no dropout); anything else goes to sdpa."""
+    import torch
+    from torch.nn.attention.varlen import varlen_attn
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    bounds = _segment_bounds(query, key, kwargs)
+    if bounds is None or dropout or query.dtype not in (torch.bfloat16, torch.float16):
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
+        )
+    groups = query.shape[1] // key.shape[1]  # grouped-query attention: each key head serves these
+    key, value = key.repeat_interleave(groups, 1), value.repeat_interleave(groups, 1)
+    q, k, v = (t[0].transpose(0, 1).contiguous() for t in (query, key, value))  # [tokens, heads, dim]
+    cu = torch.tensor(bounds, dtype=torch.int32, device=query.device)
+    longest = max(b - a for a, b in pairwise(bounds))
+    out = varlen_attn(q, k, v, cu, cu, longest, longest, scale=scaling, window_size=(-1, 0))  # causal
+    return out[None], None
+
+
+ATTENTIONS = {"segments": (SEGMENTS, segments_attention), "varlen": (VARLEN, varlen_attention)}
+"""Per ``packed_attention``: the name the model's attention is registered under, and the function.
+``shared_prefix`` runs :func:`segments_attention`, the only one that reads a shared start."""
+
+
+def attend_per_example(model: Any, packed_attention: str) -> None:
+    """Switch a loaded sdpa model to the attention ``packed_attention`` names. Another
+    implementation (a flash-attention kernel already attends per example) is refused rather
+    than replaced, as is ``varlen`` without CUDA (the model itself may still be on the CPU here:
+    FSDP places it later)."""
+    import torch
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
+    name, attend = ATTENTIONS.get(packed_attention, ATTENTIONS["segments"])
     current = model.config._attn_implementation
-    if current not in ("sdpa", SEGMENTS):
+    if current not in ("sdpa", name):
         raise ValueError(
-            f"packed_attention=segments runs sdpa per packed example, but the model loads with "
+            f"packed_attention={packed_attention} replaces sdpa, but the model loads with "
             f"attn_implementation={current}; set packed_attention=mask (a varlen kernel such as "
             f"flash attention already attends per example) or model.attn_implementation=sdpa"
         )
-    AttentionInterface.register(SEGMENTS, segments_attention)
+    if name == VARLEN and not torch.cuda.is_available():
+        raise ValueError(
+            "packed_attention=varlen runs torch's flash-attention kernel, which needs CUDA, and "
+            "torch sees no GPU here (packed_attention=segments attends per example on a CPU)"
+        )
+    AttentionInterface.register(name, attend)
     # The masks sdpa takes, for what falls back to it: transformers hands an implementation it
     # has no mask builder for the bare 2-D padding mask.
-    AttentionMaskInterface.register(SEGMENTS, sdpa_mask)
-    model.set_attn_implementation(SEGMENTS)
+    AttentionMaskInterface.register(name, sdpa_mask)
+    model.set_attn_implementation(name)
 
 
 @dataclass

@@ -50,7 +50,7 @@ padding, cosine schedule with 5% warmup."""
 
 
 LM_HEADS = ("labelled", "all")
-PACKED_ATTENTION = ("mask", "segments", "shared_prefix")
+PACKED_ATTENTION = ("mask", "segments", "shared_prefix", "varlen")
 
 
 @dataclass
@@ -91,7 +91,8 @@ class TrainingRun(RunConfig):
     with a block-diagonal mask, ``segments``, sdpa on each example alone (``train/attention.py``:
     the same outputs for a fraction of the work), or ``shared_prefix``, per example too, with the
     prompt start a row's examples share run once for the row (the same loss and gradient on
-    fewer tokens). A flash-attention model attends per example already and takes ``mask``."""
+    fewer tokens), or ``varlen`` (CUDA), the row in one call of torch's flash-attention varlen
+    kernel. A flash-attention model attends per example already and takes ``mask``."""
     sft: dict[str, Any] = field(default_factory=lambda: dict(RECIPE_SFT))
     """``trl.SFTConfig`` fields under TRL's own names, passed through as they are: any trainer
     option is one override away (``sft.lr_scheduler_type=constant``; ``+sft.<field>=...`` for

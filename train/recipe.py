@@ -138,6 +138,16 @@ def precision(cfg: TrainConfig) -> str:
     return "bf16" if cfg.cpu_bf16 and native_bf16() else cfg.model.compute_dtype
 
 
+def packed_attention(cfg: TrainConfig) -> str:
+    """How a packed row attends here: the config's choice, except that ``varlen`` needs CUDA and
+    runs as ``segments`` without it (the same attention, example by example, on sdpa)."""
+    import torch
+
+    if cfg.packed_attention == "varlen" and not torch.cuda.is_available():
+        return "segments"
+    return cfg.packed_attention
+
+
 def sft_config(cfg: TrainConfig, checkpoints: Path):  # -> trl.SFTConfig
     """The fields this config names, then ``cfg.sft`` as it is (``RECIPE_SFT`` by default)."""
     import dataclasses
@@ -166,7 +176,9 @@ def sft_config(cfg: TrainConfig, checkpoints: Path):  # -> trl.SFTConfig
         report_to=[] if cfg.report_to == "none" else [cfg.report_to],
         bf16=precision(cfg) == "bf16",
         use_cpu=not on_gpu,
-        include_num_input_tokens_seen=True,
+        # The tokens trained on: a padded batch's padding is not (its attention mask counts them);
+        # a padding-free row has none and no mask, and is counted whole.
+        include_num_input_tokens_seen="non_padding" if not cfg.sft.get("padding_free") else "all",
         dataset_num_proc=None,
     )
     if twice := sorted(set(cfg.sft) & set(named)):
@@ -199,7 +211,7 @@ def device_record(cfg: TrainConfig) -> dict[str, Any]:
         "cpu_flags": [] if on_gpu else matmul_flags(),
         "precision": precision(cfg),
         "lm_head": cfg.lm_head,
-        "packed_attention": cfg.packed_attention,
+        "packed_attention": packed_attention(cfg),
         "torch_compile": bool(cfg.sft.get("torch_compile", False)),
     }
 
@@ -270,8 +282,8 @@ def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str
     set_seed(cfg.seed)
     train_ds, eval_ds, data_fingerprint = load_splits(cfg)
     model, tokenizer = load_model(cfg.model)
-    if cfg.packed_attention != "mask":
-        attend_per_example(model)
+    if packed_attention(cfg) != "mask":
+        attend_per_example(model, packed_attention(cfg))
     train_ds, long_train = within_length(train_ds, tokenizer, cfg.op.max_length)
     eval_ds, long_eval = within_length(eval_ds, tokenizer, cfg.op.max_length)
     if long_train or long_eval:

@@ -113,7 +113,7 @@ def test_attention_per_packed_example_is_each_example_on_its_own(tiny_model: Pat
     ids, positions, starts = packed_row(model.config.vocab_size, lengths)
     with torch.no_grad():
         masked = model(input_ids=ids, position_ids=positions, use_cache=False).logits
-        attend_per_example(model)
+        attend_per_example(model, "segments")
         parts = ids.split(lengths, dim=1)
         alone = torch.cat([model(input_ids=part, use_cache=False).logits for part in parts], dim=1)
         by_positions = model(input_ids=ids, position_ids=positions, use_cache=False).logits
@@ -137,7 +137,7 @@ def test_a_shared_prefix_row_gives_the_logits_of_the_whole_row(tiny_model: Path)
     from train.attention import attend_per_example, cut_shared_prefix
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model, use_safetensors=True, attn_implementation="sdpa")
-    attend_per_example(model)
+    attend_per_example(model, "segments")
     lengths = [40, 27, 61]
     ids, positions, starts = packed_row(model.config.vocab_size, lengths)
     for a in starts[1:-1].tolist():
@@ -177,7 +177,7 @@ def test_attention_per_packed_example_leaves_padded_batches_and_decoding_to_sdpa
     with torch.no_grad():
         before = model(input_ids=ids, attention_mask=mask).logits
         greedy = model.generate(ids[:1], max_new_tokens=6, do_sample=False)
-        attend_per_example(model)
+        attend_per_example(model, "segments")
         assert model.config._attn_implementation == "sdpa_segments"
         torch.testing.assert_close(model(input_ids=ids, attention_mask=mask).logits, before, rtol=0, atol=0)
         assert torch.equal(model.generate(ids[:1], max_new_tokens=6, do_sample=False), greedy)
@@ -192,7 +192,20 @@ def test_attention_per_packed_example_refuses_another_kernel(tiny_model: Path) -
         tiny_model, use_safetensors=True, attn_implementation="eager"
     )
     with pytest.raises(ValueError, match="packed_attention=mask"):
-        attend_per_example(model)
+        attend_per_example(model, "segments")
+
+
+def test_varlen_attention_is_refused_off_cuda(tiny_model: Path) -> None:
+    """torch's flash-attention varlen kernel exists on CUDA alone: a CPU model is told to use
+    ``segments`` instead of failing inside the first forward pass."""
+    from transformers import AutoModelForCausalLM
+
+    from train.attention import attend_per_example
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model, use_safetensors=True, attn_implementation="sdpa")
+    with pytest.raises(ValueError, match=r"needs CUDA.*packed_attention=segments"):
+        attend_per_example(model, "varlen")
+    assert model.config._attn_implementation == "sdpa"
 
 
 def test_a_packed_training_run_learns_the_same_with_either_attention(
