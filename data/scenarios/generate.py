@@ -16,7 +16,11 @@ commit-backed current value, and a change over time.
 - ``+long-noise``: the same stories with longer notes and extra stale, branch and doc sessions.
 
 A scenario's slots come from two or three entities, so its unrelated pairs are mostly near
-misses (same entity, or the same slot name under another entity). Its notes mostly paraphrase
+misses (same entity, or the same slot name under another entity). Its catalog is its own, as
+a trajectory's is: 9 to 11 pairs, its slots among their entities' other slots and a few
+unrelated ones, in random order. With one catalog of all 43 pairs behind every note, an
+extraction adapter could learn the list by heart and never read it; held out, every
+trajectory brings a catalog it has not seen (issue 28). Its notes mostly paraphrase
 values (``phrasing.stated``), and each note is dated in one of a few UTC offsets, as commits of
 one team are across daylight saving and time zones: recency is the instant, not the string.
 
@@ -30,9 +34,9 @@ import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from core.records import ExtractedClaim
+from core.records import Catalog, CatalogEntry, ExtractedClaim
 from core.sessions import Episode, Query, QueryTarget, Session
-from data.scenarios.catalog import SLOTS, SYNTHETIC_CATALOG, Slot
+from data.scenarios.catalog import SLOTS, Slot
 from data.scenarios.phrasing import TITLES, distractor, scope_phrase, sentence, stated
 from memory import StateMemory, norm
 
@@ -45,6 +49,10 @@ SAME_DAY_RATE = 0.35
 ZONES_PER_SCENARIO = (2, 3)
 """How many UTC offsets one scenario's notes are dated in."""
 BRANCHES = ("exp/{e}-trial", "feature/{e}-migration", "spike/{e}-{s}")
+CATALOG_SIZE = (9, 11)
+"""How many pairs a scenario's catalog lists: as many as a trajectory's."""
+UNRELATED_IN_CATALOG = 2
+"""Pairs of other entities that every scenario's catalog holds at least."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +138,22 @@ def _events(rng: random.Random, family: str, slots: list[Slot]) -> list[Event]:
         else:
             merged.append(event)
     return merged
+
+
+def _catalog(rng: random.Random, slots: list[Slot]) -> Catalog:
+    """The scenario's slots, their entities' other slots (the near misses a reader must tell
+    apart), and slots of other entities, to a trajectory's catalog size, in random order."""
+    size = rng.randint(*CATALOG_SIZE)
+    entities = {s.entity for s in slots}
+    siblings = [s for s in SLOTS if s.entity in entities and s not in slots]
+    others = [s for s in SLOTS if s.entity not in entities]
+    near = rng.sample(siblings, min(len(siblings), size - len(slots) - UNRELATED_IN_CATALOG))
+    listed = [*slots, *near, *rng.sample(others, size - len(slots) - len(near))]
+    rng.shuffle(listed)
+    return Catalog(
+        name="synthetic",
+        entries=tuple(CatalogEntry(entity=s.entity, slot=s.slot, description=s.description) for s in listed),
+    )
 
 
 def _noise_events(rng: random.Random, slots: list[Slot], count: int) -> list[Event]:
@@ -328,7 +352,7 @@ def scenario(family: str, index: int, seed: int, noise: int = 0) -> Episode:
         id=scenario_id,
         source="synthetic",
         family=variant,
-        catalog=SYNTHETIC_CATALOG,
+        catalog=_catalog(rng, slots),
         sessions=tuple(sessions),
         queries=tuple(_queries(scenario_id, sessions, slots)),
     )

@@ -23,6 +23,23 @@ def test_catalog_has_enough_pairs_with_values() -> None:
     assert all(len(s.values) >= 3 for s in SLOTS)
 
 
+def test_each_scenario_lists_its_own_catalog_of_a_trajectorys_size() -> None:
+    """A scenario's catalog holds every pair its notes claim, their entities' other slots as near
+    misses, and a few unrelated pairs: 9 to 11 in all, drawn and ordered per scenario, so no
+    adapter can learn one list by heart."""
+    episodes = scenarios(seed=0, per_family=10, noisy_per_family=2, noise=2)
+    for e in episodes:
+        pairs = e.catalog.pairs()
+        assert 9 <= len(pairs) <= 11 and len(set(pairs)) == len(pairs)
+        claimed = {f"{c.entity}.{c.slot}" for s in e.sessions for c in s.claims}
+        assert claimed <= set(pairs)
+        entities = {p.split(".")[0] for p in claimed}
+        assert sum(p.split(".")[0] not in entities for p in pairs) >= 2
+        assert set(pairs) - claimed  # something to tell the claimed pairs from
+    assert len({tuple(e.catalog.pairs()) for e in episodes}) == len(episodes)
+    assert len({p for e in episodes for p in e.catalog.pairs()}) == len(SYNTHETIC_CATALOG.entries)
+
+
 def test_at_least_eight_templates_per_evidence_type() -> None:
     assert set(TEMPLATES) == set(EVIDENCE_TYPES)
     assert all(len(set(t)) >= 8 for t in TEMPLATES.values())
