@@ -15,7 +15,7 @@ from data.config import DataConfig, data_config
 from eval.calibration import CALIBRATION_NOTES
 from operators.backends.factory import BackendConfig
 from operators.engine import MODES
-from operators.learned import EXTRACT_MODES, STAGED_MODES, mode_adapter
+from operators.learned import EXTRACT_MODES, OPT_IN_MODES, STAGED_MODES, mode_adapter
 from operators.registry import DECISIONS, adapters
 from train.config import TrainingRun
 
@@ -28,8 +28,8 @@ class ReplayConfig(RunConfig):
     operators: str | None = None
     """The old name of ``engine``; refused with a message that names the new one."""
     extract: str = "direct"
-    """direct | two-stage | two-stage-trained | two-stage-scored (the last two need an
-    ``extract-stages`` adapter)."""
+    """direct | two-stage | two-stage-trained | two-stage-scored | two-stage-overlap (the last
+    three need an ``extract-stages`` adapter)."""
     threshold: float = 0.5
     """two-stage-scored: the probability a pair needs to be selected; a LOO run places it on
     validation data (``eval.calibration``) and writes it to its ``calibration/``."""
@@ -64,15 +64,16 @@ class LooConfig(TrainingRun):
     """Evaluate every fold with this training fold's adapters instead of each fold's own:
     ``synthetic`` holds no trajectory in training, so its 3 adapters are held-out for all five."""
     extract_stages: bool = False
-    """Also build the ``extract-stages`` data, train its adapter and score two-stage-trained and
-    two-stage-scored extraction beside direct and grammar-only two-stage."""
+    """Also build the ``extract-stages`` data, train its adapter and score two-stage-trained,
+    two-stage-scored and two-stage-overlap extraction beside direct and grammar-only two-stage."""
     real_trajectories: int | None = None
     """How many of the other trajectories each fold's own adapters train on (``DataConfig``'s
     field, passed to the build); give the run its own ``datasets_dir`` and ``adapters_dir``."""
     extract_modes: list[str] | None = None
     """The learned extraction variants scored and replayed; unset: every one the adapters allow
-    (the ``STAGED_MODES`` with ``extract_stages``). A parity pass can keep ``[direct]``; ``[]``
-    is a decisions-only run, which neither trains nor serves an extract adapter."""
+    (the ``STAGED_MODES`` with ``extract_stages``) but the ``OPT_IN_MODES``. A parity pass can
+    keep ``[direct]``; ``[]`` is a decisions-only run, which neither trains nor serves an extract
+    adapter."""
     favour_note: float = 0.0
     """Stage 2 of the two-stage variants adds this to the logits of the note's own tokens (a
     study of values copied from the note; ``LearnedOperators.favour_note``). 0: off."""
@@ -91,7 +92,8 @@ class LooConfig(TrainingRun):
     def learned_modes(self) -> tuple[str, ...]:
         if self.extract_modes is not None:
             return tuple(self.extract_modes)
-        return tuple(m for m in EXTRACT_MODES if self.extract_stages or m not in STAGED_MODES)
+        allowed = (m for m in EXTRACT_MODES if self.extract_stages or m not in STAGED_MODES)
+        return tuple(m for m in allowed if m not in OPT_IN_MODES)
 
     def data(self, **settings: Any) -> DataConfig:
         """The data build the run reads: its sources and seed, and the staged data and

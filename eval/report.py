@@ -463,7 +463,9 @@ def extraction_sections(summary: dict[str, Any]) -> list[str]:
         "`two-stage-trained` makes the same calls on an adapter trained with the stage examples too; "
         "`two-stage-scored` reads that adapter's stage-1 answer instead of decoding it: each catalog "
         "pair is scored by the probability that the answer is that pair alone, and the pairs at a "
-        "threshold placed on validation notes are kept.",
+        "threshold placed on validation notes are kept; `two-stage-overlap` selects with no model, the "
+        "one catalog pair whose words (names and description) the note uses most, and fills it on the "
+        "same adapter.",
         "",
         "",
         "Engine keys: the share of final-state keys right when this variant's extraction feeds the "

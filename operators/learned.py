@@ -9,6 +9,7 @@ answer at all.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass, field
@@ -20,23 +21,34 @@ from core.records import MAX_VALUE_CHARS, Catalog, ExtractedClaim, Note
 from memory.claims import Claim
 from memory.state import Entry
 from operators.backends import BASE, Backend, Completion, Messages, Odds, Probe, Request
-from operators.prompts import fill_messages, select_messages, selection_answers
+from operators.prompts import fill_messages, note_block, select_messages, selection_answers
 from operators.registry import COMPARE, EXTRACT, STAGES_ADAPTER, UPDATE, Operator
 from operators.schemas import MAX_PAIRS, Selection, fill_model, json_schema, note_branches, select_model
 
-ExtractMode = Literal["direct", "two-stage", "two-stage-trained", "two-stage-scored"]
+ExtractMode = Literal["direct", "two-stage", "two-stage-trained", "two-stage-scored", "two-stage-overlap"]
 Sourced = tuple[Note, Catalog]
 """A note with the catalog it is read against."""
-EXTRACT_MODES: tuple[ExtractMode, ...] = ("direct", "two-stage", "two-stage-trained", "two-stage-scored")
+EXTRACT_MODES: tuple[ExtractMode, ...] = (
+    "direct",
+    "two-stage",
+    "two-stage-trained",
+    "two-stage-scored",
+    "two-stage-overlap",
+)
 """``direct``: one call for every claim. ``two-stage``: select pairs, then fill each, under
 grammars, on the extract adapter (trained on direct prompts only: the grammar alone carries the
 procedure). ``two-stage-trained``: the same calls on the ``extract-stages`` adapter, trained on
 the stage prompts too. ``two-stage-scored``: on the same adapter, stage 1 reads instead of
 decoding: each catalog pair is scored by the probability that the stage-1 answer is that pair
 alone, and the pairs at least ``threshold`` likely are kept; stage 2 fills them as
-``two-stage-trained`` does."""
-STAGED_MODES: tuple[ExtractMode, ...] = ("two-stage-trained", "two-stage-scored")
+``two-stage-trained`` does. ``two-stage-overlap``: no model in stage 1, the catalog pair whose
+words the note uses most (``overlap_scores``), filled as ``two-stage-trained`` does: the floor a
+learned selection has to clear."""
+STAGED_MODES: tuple[ExtractMode, ...] = ("two-stage-trained", "two-stage-scored", "two-stage-overlap")
 """The modes that run on the ``extract-stages`` adapter."""
+OPT_IN_MODES: tuple[ExtractMode, ...] = ("two-stage-overlap",)
+"""The modes a run scores only when ``extract_modes`` names them: ``two-stage-overlap`` selects
+with no model, and the symbolic oracle has no fill to give for a pair its note does not state."""
 
 
 def mode_adapter(mode: ExtractMode) -> str:
@@ -92,6 +104,32 @@ class Extraction:
     def error(self) -> str | None:
         errors = [f"{c.step}: {c.error}" for c in self.calls if c.error]
         return "; ".join(errors) or None
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z]+", text.lower()))
+
+
+def overlap_scores(note: Note, catalog: Catalog) -> dict[str, float]:
+    """Per catalog pair, the share of its words (its entity and slot names, split at ``_``, and
+    its description) that the note, as the prompt shows it, uses too."""
+    said = _words(note_block(note))
+    scores = {}
+    for entry in catalog.entries:
+        words = _words(f"{entry.entity} {entry.slot} {entry.description}".replace("_", " "))
+        scores[entry.pair] = len(words & said) / len(words)
+    return scores
+
+
+def overlap_selection(note: Note, catalog: Catalog) -> Extraction:
+    """Stage 1 without a model: the pair of highest :func:`overlap_scores` (the first in catalog
+    order on a tie), one per note, as the notes of both sources state one pair each but for
+    chatter. The call it stands for is the stage-1 prompt, answered with that pair."""
+    scores = overlap_scores(note, catalog)
+    selected = [max(scores, key=scores.__getitem__)]
+    raw = Selection(pairs=selected).model_dump_json()
+    call = Outcome("overlap", select_messages(note, catalog), raw, None, None, 0.0, 0)
+    return Extraction([], [call], selected, scores)
 
 
 def parse(model: type[BaseModel], text: str) -> tuple[BaseModel | None, str | None]:
@@ -201,6 +239,8 @@ class LearnedOperators:
         adapter = mode_adapter(mode)
         if mode == "two-stage-scored":
             return self._fill_selected(notes, self.score_pairs(notes, adapter), adapter)
+        if mode == "two-stage-overlap":
+            return self._fill_selected(notes, [overlap_selection(n, c) for n, c in notes], adapter)
         selections = []
         for sel in self.select(notes, adapter):
             pairs = list(sel.output.pairs) if isinstance(sel.output, Selection) else []

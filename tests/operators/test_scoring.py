@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from core.models import model_config
-from core.records import Note
+from core.records import Catalog, CatalogEntry, Note
 from data.replay import load_trajectory
 from eval.calibration import best_threshold, calibrate
 from operators.backends import BackendError, Probe, parting
 from operators.backends.hf import HFBackend, packs, prompt_text, read_continuations, shared_prefixes
 from operators.backends.symbolic import SymbolicBackend
 from operators.examples import stage_examples
-from operators.learned import LearnedOperators
+from operators.learned import LearnedOperators, overlap_scores, overlap_selection
 from operators.prompts import catalog_pairs, extract_messages, select_messages, selection_answers
 from operators.registry import STAGES_ADAPTER
 from operators.schemas import MAX_PAIRS
@@ -49,6 +49,50 @@ def test_the_scoring_selection_on_the_oracle_returns_the_gold_pairs(episode) -> 
         assert call.messages == select_messages(session.note(), episode.catalog)
         assert json.loads(call.raw) == {"pairs": picked.selected}
     assert ops.calls["score"] == len(notes)
+
+
+def test_the_overlap_selection_takes_the_pair_whose_words_the_note_uses() -> None:
+    """Names split at ``_`` and descriptions count; the note's title and files count as the
+    prompt shows them; a tie goes to the first pair in catalog order."""
+    catalog = Catalog(
+        name="t",
+        entries=(
+            CatalogEntry(
+                entity="webhook_dispatch", slot="retry", description="whether failed deliveries retry"
+            ),
+            CatalogEntry(entity="webhook_dispatch", slot="signing", description="how payloads are signed"),
+        ),
+    )
+    note = Note(id="n", at="2026-01-01T00:00:00+00:00", title="Sign webhook payloads", text="Now HMAC.")
+    scores = overlap_scores(note, catalog)
+    assert scores["webhook_dispatch.signing"] == pytest.approx(2 / 7)  # webhook, payloads
+    assert scores["webhook_dispatch.retry"] == pytest.approx(1 / 6)  # webhook
+    picked = overlap_selection(note, catalog)
+    assert picked.selected == ["webhook_dispatch.signing"] and picked.scores == scores
+    [call] = picked.calls
+    assert call.messages == select_messages(note, catalog)
+    assert json.loads(call.raw) == {"pairs": ["webhook_dispatch.signing"]}
+    blank = note.model_copy(update={"title": "Misc", "text": "Nothing here."})
+    assert overlap_selection(blank, catalog).selected == ["webhook_dispatch.retry"]
+
+
+def test_the_overlap_mode_fills_its_one_pair_per_note_on_the_stage_adapter(episode) -> None:
+    """Where the overlap picks a stated pair, the oracle's fill for it is the gold claim (it has
+    none for a pair the note does not state)."""
+    ops = LearnedOperators(SymbolicBackend.for_episode(episode))
+    hits = [
+        (s.note(), episode.catalog, s.claims)
+        for s in episode.sessions
+        if overlap_selection(s.note(), episode.catalog).selected[0] in {c.pair for c in s.claims}
+    ]
+    assert hits
+    got = ops.extract([(n, c) for n, c, _ in hits], "two-stage-overlap")
+    for (_, _, gold), extraction in zip(hits, got, strict=True):
+        assert [c.step for c in extraction.calls] == ["overlap", "fill"]
+        [claim] = extraction.claims
+        assert claim.pair == extraction.selected[0]
+        assert claim.model_dump() in [g.model_dump() for g in gold]
+    assert ops.calls["fill"] == len(hits) and ops.calls["select"] == 0
 
 
 def test_the_options_are_the_stage_1_answers_the_adapter_was_trained_on(episode) -> None:
