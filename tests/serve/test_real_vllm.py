@@ -33,7 +33,7 @@ from operators.backends import BackendError, Request
 from operators.backends.factory import ServedBackend, adapter_dirs
 from operators.backends.serve import ServeConfig, ServerFailed, VLLMServer, serve_env
 from operators.backends.vllm import VLLMBackend
-from operators.learned import LearnedOperators
+from operators.learned import EXTRACT_MODES, LearnedOperators
 from operators.registry import COMPARE, DECISIONS, OPS, STAGES_ADAPTER
 from tests.conftest import ROOT
 from tests.operators.vllm_double import VLLMTestDouble
@@ -76,6 +76,7 @@ def loo_config(name: str, out: Path, adapters: Path, datasets: Path, export_dir:
         f"datasets_dir={datasets}",
         f"exports=[{export_dir}]",
         "extract_stages=true",
+        f"extract_modes=[{','.join(EXTRACT_MODES)}]",  # the opt-in overlap selection too
         "calibration_notes=4",
         "progress=false",
         *backend,
@@ -242,6 +243,7 @@ def test_a_loo_fold_runs_end_to_end_on_vllm(vllm_run) -> None:
         ("extract", "two-stage"),
         ("extract", "two-stage-trained"),
         ("extract", "two-stage-scored"),
+        ("extract", "two-stage-overlap"),
         ("extract", "prompted"),
         *{(op, v) for op in DECISIONS for v in ("learned", "prompted")},
     }
@@ -279,6 +281,7 @@ def test_hf_and_vllm_decode_the_same_text(
         "extract/two-stage",
         "extract/two-stage-trained",
         "extract/two-stage-scored",
+        "extract/two-stage-overlap",
         *(f"{op}/prompted" for op in OPS),
         *(
             f"{engine}/{v}"
