@@ -282,8 +282,8 @@ def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str
     set_seed(cfg.seed)
     train_ds, eval_ds, data_fingerprint = load_splits(cfg)
     model, tokenizer = load_model(cfg.model)
-    if packed_attention(cfg) != "mask":
-        attend_per_example(model, packed_attention(cfg))
+    if (attention := packed_attention(cfg)) != "mask":
+        attend_per_example(model, attention)
     train_ds, long_train = within_length(train_ds, tokenizer, cfg.op.max_length)
     eval_ds, long_eval = within_length(eval_ds, tokenizer, cfg.op.max_length)
     if long_train or long_eval:
