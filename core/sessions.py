@@ -33,9 +33,30 @@ class Session(Note):
     """A note plus the claims it supports (its gold extraction)."""
 
     claims: tuple[ExtractedClaim, ...] = ()
+    stated: tuple[str, ...] = ()
+    """Each claim's value as the note words it, where the note paraphrases the gold value
+    (synthetic notes, ``phrasing.stated``); empty where the gold values are the note's own
+    summary of itself, as a trajectory's are."""
+
+    @model_validator(mode="after")
+    def _one_wording_per_claim(self) -> Session:
+        if self.stated and len(self.stated) != len(self.claims):
+            raise ValueError(f"stated: {len(self.stated)} wordings for {len(self.claims)} claims")
+        return self
 
     def memory_claims(self) -> list[Claim]:
         return [c.to_claim(self) for c in self.claims]
+
+    def grounded_claims(self) -> tuple[ExtractedClaim, ...]:
+        """The gold claims with each value as the note words it: what a reader of this note alone
+        can write, and what a trajectory's gold value is (a few of the note's words, issue 28).
+        The engine's gold keeps ``claims``: one value however each note phrases it."""
+        if not self.stated:
+            return self.claims
+        return tuple(
+            ExtractedClaim.model_validate({**c.model_dump(), "value": v})
+            for c, v in zip(self.claims, self.stated, strict=True)
+        )
 
     def note(self) -> Note:
         return Note(

@@ -76,14 +76,17 @@ def extract_examples(episode: Episode) -> list[Example]:
 
 
 def stage_examples(episode: Episode) -> list[Example]:
-    """The two-stage extractor's own calls, answered from the same gold claims as the direct
-    example: per note, a stage-1 example (select the pairs; a scoring selection reads the
-    same prompt) and a stage-2 example per selected pair (fill its claim), with the prompts
-    inference sends (``stage_answers`` says what a right answer is)."""
+    """The two-stage extractor's own calls, answered from the note's gold claims: per note, a
+    stage-1 example (select the pairs; a scoring selection reads the same prompt) and a stage-2
+    example per selected pair (fill its claim), with the prompts inference sends
+    (``stage_answers`` says what a right answer is). A fill's value is the note's wording of it
+    (``Session.grounded_claims``): copying from the note is the skill that transfers to a
+    trajectory, whose gold values are a few of its note's words, where restoring a synthetic
+    catalog's canonical phrasing does not."""
     out = []
     for n, session in enumerate(episode.sessions):
         note, catalog, ids = session.note(), episode.catalog, [session.id]
-        selection, fills = stage_answers(note, catalog, session.claims)
+        selection, fills = stage_answers(note, catalog, session.grounded_claims())
         inputs = {"session": session.id, "stage": "select"}
         label = f"select {len(selection.pairs)}"
         select = _example(

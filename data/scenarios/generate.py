@@ -198,10 +198,11 @@ def _sessions(
             kind == "config-observation" and rng.random() < 0.3
         )
         commit = _commit(rng) if has_commit else None
-        lines = []
+        lines, wordings = [], []
         for event in group:
             scope = scope_phrase(rng, event.branch, event.env)
-            lines.append(sentence(rng, kind, event.slot.noun, stated(rng, event.value), commit, scope))
+            wordings.append(stated(rng, event.value))
+            lines.append(sentence(rng, kind, event.slot.noun, wordings[-1], commit, scope))
         for _ in range(rng.randrange(0, 2) + noise * rng.randrange(1, 3)):
             lines.insert(rng.randrange(len(lines) + 1), distractor(rng, rng.choice(SLOTS).noun))
         claims = tuple(
@@ -223,6 +224,7 @@ def _sessions(
                 title=f"{rng.choice(TITLES[kind])}: {group[0].slot.noun}",
                 text=" ".join(lines),
                 claims=claims,
+                stated=tuple(wordings),
             )
         )
         if rng.random() < SAME_DAY_RATE:  # a follow-up within hours, often from another zone
