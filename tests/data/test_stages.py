@@ -8,8 +8,9 @@ import random
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
-from core.sessions import Episode
+from core.sessions import Episode, Session
 from data.build import LeakageError, Pool, build_folds, build_pool, mix_stages
 from data.replay import load_trajectory
 from data.scenarios.generate import scenarios
@@ -107,7 +108,8 @@ def test_a_synthetic_fill_copies_its_value_from_the_note_where_the_engine_keeps_
     episodes: list[Episode],
 ) -> None:
     """Synthetic notes mostly paraphrase a catalog value; the fill is trained on the note's own
-    words, as a trajectory's gold value is, and the engine's gold still merges the paraphrases."""
+    words, as a trajectory's gold value is, and the gold claims the engine replays keep the
+    catalog's value. A wording per claim, or none."""
     synthetic = [e for e in episodes if e.source == "synthetic"]
     paraphrased = 0
     for episode in synthetic:
@@ -118,6 +120,9 @@ def test_a_synthetic_fill_copies_its_value_from_the_note_where_the_engine_keeps_
                 assert grounded.model_dump(exclude={"value"}) == claim.model_dump(exclude={"value"})
                 paraphrased += norm(claim.value) not in text
     assert paraphrased > 0
+    session = next(s for s in synthetic[0].sessions if s.claims)
+    with pytest.raises(ValidationError, match="stated: 2 wordings for 1 claims"):
+        Session.model_validate({**session.model_dump(), "claims": session.claims[:1], "stated": ("a", "b")})
 
 
 def test_the_mixing_ratio_keeps_that_many_stage_examples_per_direct_one(episodes: list[Episode]) -> None:
