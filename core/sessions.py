@@ -34,9 +34,9 @@ class Session(Note):
 
     claims: tuple[ExtractedClaim, ...] = ()
     stated: tuple[str, ...] = ()
-    """Each claim's value as the note words it, where the note paraphrases the gold value
-    (synthetic notes, ``phrasing.stated``); empty where the gold values are the note's own
-    summary of itself, as a trajectory's are."""
+    """Each claim's value as the note words it (a synthetic note quotes or, mostly, paraphrases
+    the catalog's value: ``phrasing.stated``); empty where the gold values are already the
+    note's own words, as a trajectory's are."""
 
     @model_validator(mode="after")
     def _one_wording_per_claim(self) -> Session:
