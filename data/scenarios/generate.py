@@ -21,11 +21,13 @@ a trajectory's is: 9 to 11 pairs, its slots among their entities' other slots an
 unrelated ones, in random order. With one catalog of all 43 pairs behind every note, an
 extraction adapter could learn the list by heart and never read it; held out, every
 trajectory brings a catalog it has not seen (issue 28). Its notes mostly paraphrase
-values (``phrasing.stated``), and each note is dated in one of a few UTC offsets, as commits of
+values (``phrasing.stated``), half their claim sentences go on past the value as commit notes
+do (``phrasing.with_tail``), and each note is dated in one of a few UTC offsets, as commits of
 one team are across daylight saving and time zones: recency is the instant, not the string.
 
-Every random choice comes from one ``random.Random`` seeded by a string of the scenario's
-identity, so a scenario never depends on which others were generated before it.
+Every random choice comes from a ``random.Random`` seeded by a string of the scenario's
+identity (the tails from one of their own, added later so that no other draw moved), so a
+scenario never depends on which others were generated before it.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from datetime import datetime, timedelta, timezone
 from core.records import Catalog, CatalogEntry, ExtractedClaim
 from core.sessions import Episode, Query, QueryTarget, Session
 from data.scenarios.catalog import SLOTS, Slot
-from data.scenarios.phrasing import TITLES, distractor, scope_phrase, sentence, stated
+from data.scenarios.phrasing import TITLES, distractor, scope_phrase, sentence, stated, with_tail
 from memory import StateMemory, norm
 
 FAMILIES: tuple[str, ...] = ("authority-overwrite", "scope-divergence", "incident-timeline", "code-evolution")
@@ -179,6 +181,7 @@ def _sessions(
     zones: list[timezone],
 ) -> list[Session]:
     sessions = []
+    tails = random.Random(f"{scenario_id}:tails")  # its own draws: the scenario's do not move
     at = start
     i = 0
     while i < len(events):
@@ -202,7 +205,8 @@ def _sessions(
         for event in group:
             scope = scope_phrase(rng, event.branch, event.env)
             wordings.append(stated(rng, event.value))
-            lines.append(sentence(rng, kind, event.slot.noun, wordings[-1], commit, scope))
+            said = sentence(rng, kind, event.slot.noun, wordings[-1], commit, scope)
+            lines.append(with_tail(tails, said))
         for _ in range(rng.randrange(0, 2) + noise * rng.randrange(1, 3)):
             lines.insert(rng.randrange(len(lines) + 1), distractor(rng, rng.choice(SLOTS).noun))
         claims = tuple(

@@ -269,9 +269,36 @@ def scope_phrase(rng: random.Random, branch: str, env: str) -> str:
     return "".join(parts)
 
 
+TAILS: tuple[str, ...] = (
+    "so that the old path can go in a follow-up",
+    "which the design review asked for",
+    "to keep the integration tests green",
+    "and the docs were updated to match",
+    "after a long thread on the PR",
+    "because the previous setup kept timing out",
+    "as agreed with the platform team",
+    "with a migration note in the changelog",
+    "to unblock the release",
+    "which also simplifies the error handling",
+    "so callers no longer need a workaround",
+    "behind the same feature flag as before",
+)
+TAIL_RATE = 0.5
+"""Share of claim sentences that go on after the value, as a commit note's do: the value ends
+where its words do, not where the sentence does."""
+
+
 def sentence(rng: random.Random, kind: str, noun: str, value: str, commit: str | None, scope: str) -> str:
     template = rng.choice(TEMPLATES[kind])
     return template.format(noun=noun, value=value, commit=commit or "", scope=scope)
+
+
+def with_tail(rng: random.Random, sentence: str) -> str:
+    """The sentence with a clause after its value (``TAIL_RATE`` of the time): a reason, a
+    consequence or a follow-up that states nothing about any slot."""
+    if rng.random() >= TAIL_RATE:
+        return sentence
+    return f"{sentence.removesuffix('.')}, {rng.choice(TAILS)}."
 
 
 def distractor(rng: random.Random, noun: str) -> str:
