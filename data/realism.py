@@ -57,6 +57,7 @@ def source_realism(episodes: list[Episode], labels: dict[str, list[str]]) -> dic
         overlap.append(sum(w in note for w in value) / len(value) if value else 1.0)
     near = [_near_misses(e) for e in episodes]
     steps = [(a.at, b.at) for e in episodes for a, b in itertools.pairwise(e.sessions)]
+    notes = [s for e in episodes for s in e.sessions]
     return {
         "episodes": len(episodes),
         "claims": len(claims),
@@ -66,7 +67,9 @@ def source_realism(episodes: list[Episode], labels: dict[str, list[str]]) -> dic
         "value_words_max": max(lengths, default=None),
         "value_verbatim_in_note": _share(sum(norm(c.value) in norm(s.text) for s, c in claims), len(claims)),
         "value_token_overlap": round(sum(overlap) / len(overlap), 3) if overlap else None,
-        "utc_offsets": len({s.at.utcoffset() for e in episodes for s in e.sessions}),
+        "note_words_mean": round(sum(len(words(s.text)) for s in notes) / len(notes), 1) if notes else None,
+        "notes_with_files": _share(sum(bool(s.files) for s in notes), len(notes)),
+        "utc_offsets": len({s.at.utcoffset() for s in notes}),
         "time_string_order_inverted": _share(
             sum(a.isoformat() > b.isoformat() for a, b in steps), len(steps)
         ),
@@ -192,6 +195,8 @@ def realism_markdown(table: dict[str, dict[str, Any]]) -> list[str]:
         ("value length, max words", "value_words_max"),
         ("value verbatim in its note", "value_verbatim_in_note"),
         ("value tokens found in its note", "value_token_overlap"),
+        ("note length, mean words", "note_words_mean"),
+        ("notes that list files", "notes_with_files"),
         ("UTC offsets", "utc_offsets"),
         ("next note's timestamp sorts first as text", "time_string_order_inverted"),
     )

@@ -301,5 +301,93 @@ def with_tail(rng: random.Random, sentence: str) -> str:
     return f"{sentence.removesuffix('.')}, {rng.choice(TAILS)}."
 
 
+SOURCE_FILES: tuple[str, ...] = (
+    "src/{entity}/{slot}.rs",
+    "src/{entity}/mod.rs",
+    "crates/{entity}/src/lib.rs",
+    "{entity}/{slot}.py",
+    "internal/{entity}/{slot}.go",
+    "tests/suite/{entity}.rs",
+    "docs/{entity}.md",
+    "config/{entity}.toml",
+    "schema/json/{camel}.json",
+    "schema/typescript/v2/{camel}.ts",
+    "src/{entity}/snapshots/{entity}__{slot}.snap",
+)
+"""Paths a commit about one slot touches."""
+SHARED_FILES: tuple[str, ...] = (
+    "Cargo.lock",
+    "Cargo.toml",
+    "README.md",
+    "CHANGELOG.md",
+    "src/lib.rs",
+    "src/protocol/v2.rs",
+    "tests/common/mod.rs",
+    "package.json",
+    ".github/workflows/ci.yml",
+    "schema/json/index.json",
+)
+"""Paths any commit may touch."""
+FILE_COUNTS = (1, 2, 2, 3, 4, 5, 7, 9, 13, 18)
+"""How many files a synthetic commit touches: a trajectory's median is 9 and its longest list
+48; the longest here stay under a thousand-token training row."""
+
+BODIES: tuple[str, ...] = (
+    "## Summary This change reworks how `{ident}` is resolved so that {noun} follows one rule "
+    "everywhere. - update `{file}` - drop the fallback that only the old tests relied on "
+    "## Testing - cargo test -p {entity} - manual run against a local checkout",
+    "## Why The old behaviour of {noun} surprised people in review more than once. ## What changed "
+    "- `{ident}` is now {value} - docs and fixtures regenerated (`{file}`) ## Test plan CI, plus a "
+    "manual check of the affected commands",
+    "Follow-up to #{pr}. This moves `{ident}` to {value} and removes the compatibility shim in "
+    "`{file}`; nothing else should change for callers.",
+    "## Summary - `{ident}`: {value} - regenerate the schema fixtures (`{file}`) - update the "
+    "snapshots that printed the old value ## Notes No migration is needed; old configs keep loading.",
+    "We need to support a change to {noun} here. Note that this is a breaking change for anyone "
+    "who sets `{ident}` by hand; I'm not sure we need a default yet, happy to add one in a "
+    "follow-up if reviewers prefer.",
+    "Split out of #{pr} to keep the diff small. `{file}` carries the change to {noun}; the rest of "
+    "the diff is fixtures and snapshots. Reviewers: the interesting part is the new branch in the "
+    "`{slot}` handling.",
+    "## Summary Refactor only for `{entity}`: helpers move into `{file}` and `{ident}` gets a typed "
+    "wrapper. Behaviour is meant to stay the same apart from {noun}, see the PR description for "
+    "details. ## Testing just test",
+    "Closes #{pr}. The CLI and the app server disagreed about {noun}; this makes `{ident}` the "
+    "single source of truth and adds a regression test in `{file}`.",
+)
+"""A developer's commit message about the slot: identifiers, files and review talk, the value in
+the catalog's words at most (two in eight), never in the note's. The value a reader writes down
+is the summary's."""
+
+
+def camel(entity: str, slot: str) -> str:
+    return "".join(w.capitalize() for w in f"{entity}_{slot}".split("_"))
+
+
+def commit_files(rng: random.Random, pairs: list[tuple[str, str]]) -> tuple[str, ...]:
+    """The files a commit about these (entity, slot) pairs touches, sorted as git lists them:
+    one path of each pair's own, then others of theirs and shared ones."""
+    paths = [(e, s, t.format(entity=e, slot=s, camel=camel(e, s))) for e, s in pairs for t in SOURCE_FILES]
+    picked = list(dict.fromkeys(rng.choice([p for e, s, p in paths if (e, s) == pair]) for pair in pairs))
+    pool = [p for p in dict.fromkeys([p for _, _, p in paths] + list(SHARED_FILES)) if p not in picked]
+    picked += rng.sample(pool, max(0, min(rng.choice(FILE_COUNTS) - len(picked), len(pool))))
+    return tuple(sorted(picked))
+
+
+def commit_body(
+    rng: random.Random, entity: str, slot: str, noun: str, value: str, files: tuple[str, ...]
+) -> str:
+    ident = rng.choice((f"{entity}.{slot}", f"{entity}::{slot}", camel(entity, slot)))
+    return rng.choice(BODIES).format(
+        ident=ident,
+        noun=noun,
+        value=value,
+        file=rng.choice(files).rsplit("/", 1)[-1],
+        pr=rng.randrange(1000, 20000),
+        entity=entity,
+        slot=slot,
+    )
+
+
 def distractor(rng: random.Random, noun: str) -> str:
     return rng.choice(DISTRACTORS).format(noun=noun)
