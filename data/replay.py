@@ -3,14 +3,14 @@
 The export (``<name>.jsonl``) holds what git says about each commit; the annotation
 (``data/trajectories/<name>.yaml``) holds what we say: a summary in our own words, the gold
 claims, stale distractor sessions and queries. The note a model reads is built from the
-subject, the summary, touched-file hints and a trimmed excerpt of the commit body
-(``data.commit_note``, the layout synthetic commits are written in too).
+subject, the summary, touched-file hints and a trimmed excerpt of the commit body.
 """
 
 from __future__ import annotations
 
 import bisect
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,9 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from core.records import Catalog, CatalogEntry, ExtractedClaim
 from core.sessions import Episode, Query, Session
 from core.sources import Sources
-from data.commit_note import commit_note
 from data.problems import DataError, Problem, decode, from_validation, line_of, yaml_with_lines
 from memory.claims import Timestamp
+
+BODY_CHARS = 240
+FILE_HINTS = 4
 
 
 class CommitRecord(BaseModel):
@@ -119,6 +121,33 @@ def read_export(path: Path) -> tuple[list[tuple[int, CommitRecord]], list[Proble
             first_seen[record.commit] = number
             records.append((number, record))
     return records, problems
+
+
+_IMG = re.compile(r"<img[^>]*>|!\[[^\]]*\]\([^)]*\)|https?://\S+")
+_WS = re.compile(r"\s+")
+
+
+def body_excerpt(body: str, limit: int = BODY_CHARS) -> str:
+    """The start of a commit body without images, links or stack footers, cut at a word."""
+    text = body.split("[//]: #")[0].split("\n---")[0]
+    text = _WS.sub(" ", _IMG.sub("", text)).strip()
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def note_text(record: CommitRecord, summary: str, body_chars: int = BODY_CHARS) -> str:
+    names = [f.rsplit("/", 1)[-1] for f in record.files]
+    hints = ", ".join(dict.fromkeys(names[:FILE_HINTS]))
+    if len(record.files) > FILE_HINTS:
+        hints += f" (+{len(record.files) - FILE_HINTS} more)"
+    parts = [record.subject, " ".join(summary.split())]
+    if hints:
+        parts.append(f"Touched files: {hints}.")
+    excerpt = body_excerpt(record.body, body_chars) if body_chars else ""
+    if excerpt:
+        parts.append(f"From the commit message: {excerpt}")
+    return "\n\n".join(parts)
 
 
 def prefixed(index: list[str], prefix: str) -> list[str]:
@@ -229,7 +258,7 @@ def check_trajectory(name: str, sources: Sources) -> tuple[Episode | None, list[
                 at=record.committed_at or record.author_date,
                 commit=record.short,
                 title=record.subject,
-                text=commit_note(record.subject, commit.summary, record.files, record.body),
+                text=note_text(record, commit.summary),
                 files=record.files,
                 claims=commit.claims,
             )

@@ -22,15 +22,11 @@ unrelated ones, in random order. With one catalog of all 43 pairs behind every n
 extraction adapter could learn the list by heart and never read it; held out, every
 trajectory brings a catalog it has not seen (issue 28). Its notes mostly paraphrase
 values (``phrasing.stated``), half their claim sentences go on past the value as commit notes
-do (``phrasing.with_tail``), a note with a commit is laid out as a replayed commit's (its files,
-their hints and a developer's message that never words the value as the note does:
-``data.commit_note``, ``phrasing.commit_body``), and each note is dated in one of a few UTC
-offsets, as commits of one team are across daylight saving and time zones: recency is the
-instant, not the string.
+do (``phrasing.with_tail``), and each note is dated in one of a few UTC offsets, as commits of
+one team are across daylight saving and time zones: recency is the instant, not the string.
 
 Every random choice comes from a ``random.Random`` seeded by a string of the scenario's
-identity (the tails and a commit's files and message from ones of their own, added later so
-that no other draw moved), so a
+identity (the tails from one of their own, added later so that no other draw moved), so a
 scenario never depends on which others were generated before it.
 """
 
@@ -42,18 +38,8 @@ from datetime import datetime, timedelta, timezone
 
 from core.records import Catalog, CatalogEntry, ExtractedClaim
 from core.sessions import Episode, Query, QueryTarget, Session
-from data.commit_note import commit_note
 from data.scenarios.catalog import SLOTS, Slot
-from data.scenarios.phrasing import (
-    TITLES,
-    commit_body,
-    commit_files,
-    distractor,
-    scope_phrase,
-    sentence,
-    stated,
-    with_tail,
-)
+from data.scenarios.phrasing import TITLES, distractor, scope_phrase, sentence, stated, with_tail
 from memory import StateMemory, norm
 
 FAMILIES: tuple[str, ...] = ("authority-overwrite", "scope-divergence", "incident-timeline", "code-evolution")
@@ -196,7 +182,6 @@ def _sessions(
 ) -> list[Session]:
     sessions = []
     tails = random.Random(f"{scenario_id}:tails")  # its own draws: the scenario's do not move
-    dress = random.Random(f"{scenario_id}:commit")  # the same for a commit's files and message
     at = start
     i = 0
     while i < len(events):
@@ -235,22 +220,13 @@ def _sessions(
             )
             for e in group
         )
-        when = at.astimezone(rng.choice(zones))
-        title, text, files = f"{rng.choice(TITLES[kind])}: {group[0].slot.noun}", " ".join(lines), ()
-        if commit:  # written as a replayed commit's note is: subject, summary, files, message
-            first = group[0]
-            files = commit_files(dress, [(e.slot.entity, e.slot.slot) for e in group])
-            title = f"{title} (#{dress.randrange(1000, 20000)})"
-            body = commit_body(dress, first.slot.entity, first.slot.slot, first.slot.noun, first.value, files)
-            text = commit_note(title, text, files, body)
         sessions.append(
             Session(
                 id=f"{scenario_id}-s{len(sessions):02d}",
-                at=when,
+                at=at.astimezone(rng.choice(zones)),
                 commit=commit,
-                title=title,
-                text=text,
-                files=files,
+                title=f"{rng.choice(TITLES[kind])}: {group[0].slot.noun}",
+                text=" ".join(lines),
                 claims=claims,
                 stated=tuple(wordings),
             )

@@ -12,7 +12,7 @@ import pytest
 from core.sessions import QUERY_TYPES, Episode
 from data.scenarios.catalog import SLOTS, SYNTHETIC_CATALOG
 from data.scenarios.generate import FAMILIES, scenario, scenarios
-from data.scenarios.phrasing import TAILS, TEMPLATES, camel, paraphrase
+from data.scenarios.phrasing import TAILS, TEMPLATES, paraphrase
 from memory import EVIDENCE_TYPES, Claim, StateMemory, norm
 from memory.reader import answer
 
@@ -105,27 +105,6 @@ def test_about_half_the_claim_sentences_go_on_past_their_value() -> None:
                 tailed += tail is not None
     assert all(not any(n in norm(t) for n in nouns) for t in TAILS)
     assert 0.4 < tailed / claims < 0.6
-
-
-def test_a_note_with_a_commit_is_laid_out_as_a_replayed_commits_note() -> None:
-    """Subject, summary, touched-file hints and the developer's message (``data.commit_note``), with
-    every file in the header as well: the note's own wording of each value is in its summary,
-    ahead of the file names and the message, which an adapter has to learn to read past."""
-    commits = 0
-    for episode in scenarios(seed=0, per_family=4, noisy_per_family=1, noise=2):
-        for session in episode.sessions:
-            if not session.commit:
-                assert not session.files
-                continue
-            commits += 1
-            subject, summary, touched, message = session.text.split("\n\n")
-            assert subject == session.title and session.title.endswith(")")
-            assert list(session.files) == sorted(set(session.files))
-            own = [(c.entity, camel(c.entity, c.slot)) for c in session.claims]
-            assert all(any(e in f or name in f for f in session.files) for e, name in own)
-            assert touched.startswith("Touched files: ") and message.startswith("From the commit message: ")
-            assert all(wording in summary for wording in session.stated)
-    assert commits > 20
 
 
 def test_paraphrase_rewrites_tokens_in_place_and_is_seeded() -> None:
