@@ -101,8 +101,7 @@ def test_about_half_the_claim_sentences_go_on_past_their_value() -> None:
             for wording in session.stated:
                 claims += 1
                 after = session.text[session.text.index(wording) + len(wording) :]
-                tail = next((t for t in TAILS if after.split(".")[0].endswith(f", {t}")), None)
-                tailed += tail is not None
+                tailed += any(after.split(".")[0].endswith(f", {t}") for t in TAILS)
     assert all(not any(n in norm(t) for n in nouns) for t in TAILS)
     assert 0.4 < tailed / claims < 0.6
 
