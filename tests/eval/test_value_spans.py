@@ -1,0 +1,58 @@
+"""scripts/value_spans.py on the tiny model's extract-stages adapter, trained by the real recipe."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from data.replay import load_trajectory
+from eval.metrics import value_match
+from tests.conftest import ROOT, shipped
+
+pytestmark = pytest.mark.slow
+FOLD = "patch-guardrails"
+
+
+def test_the_value_study_reads_every_gold_claim_once_and_resumes(
+    trained_adapters: Path, tiny_model: Path, export_dir: Path, tmp_path: Path
+) -> None:
+    cmd = [
+        sys.executable,
+        "scripts/value_spans.py",
+        "--config-name",
+        "loo",
+        "model=tiny",
+        f"model.path={tiny_model}",
+        f"adapters={trained_adapters.parent}",
+        f"folds=[{FOLD}]",
+        f"exports=[{export_dir}]",
+        f"runs_dir={tmp_path}",
+        "run=study",
+        "progress=false",
+    ]
+    first = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    out = tmp_path / "study" / "value_spans.jsonl"
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+
+    episode = load_trajectory(FOLD, shipped(export_dir))
+    notes = {s.id: s for s in episode.sessions}
+    gold = [(s.id, c.pair, c.value) for s in episode.sessions for c in s.claims]
+    assert [(r["note"], r["pair"], r["gold"]) for r in rows] == gold
+    for r in rows:
+        session = notes[r["note"]]
+        # The likeliest run is a run of the note's own words, and a match there is one the
+        # ceiling counts too.
+        assert r["map_value"] in f"{session.title}\n{session.text}"
+        assert r["map"] == value_match(r["map_value"], r["gold"]) and (r["ceiling"] or not r["map"])
+        assert r["greedy"] == value_match(r["greedy_value"], r["gold"])
+    assert f"| ceiling | {sum(r['ceiling'] for r in rows)}/{len(rows)} |" in first.stdout
+
+    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert out.read_text().count("\n") == len(rows)  # nothing read twice
+    assert again.stdout == first.stdout
