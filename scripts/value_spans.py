@@ -15,9 +15,9 @@ its gold pair given so that selection does not enter:
 - ``greedy``: the value of the adapter's own stage-2 answer under its grammar, as the harness
   decodes it.
 
-One line per claim goes to ``<runs_dir>/<run>/value_spans.jsonl``, and a rerun skips the claims
-already there. The table prints at the end. On the hf backend, whose probes read a note's
-thousand or so runs in a few packed forward passes.
+One line per claim goes to ``<runs_dir>/<run>/value_spans.jsonl``, flushed as it is scored,
+and a rerun skips the claims already there. The table prints at the end. On the hf backend,
+whose probes read a note's thousand or so runs in a few packed forward passes.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from core.config import compose_config
+from core.files import write_atomic
 from core.layout import run_dir
 from core.records import MAX_VALUE_CHARS, Catalog, ExtractedClaim, Note
 from data.replay import load_trajectory
@@ -78,20 +79,40 @@ def likeliest_span(backend: HFBackend, note: Note, catalog: Catalog, claim: Extr
     return None if odds.refused else spans[max(range(len(spans)), key=odds.probs.__getitem__)]
 
 
+def written(out: Path) -> dict[tuple[str, str, int], dict]:
+    """The rows a run has written, by (fold, note, claim index). A last line cut off mid-write
+    (a run killed there) is dropped and the file cut back to the lines before it; any other
+    line that does not parse is an error naming it."""
+    if not out.exists():
+        return {}
+    lines = out.read_text().splitlines()
+    rows = {}
+    for number, line in enumerate(lines, 1):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            if number < len(lines):
+                said = f"{out}:{number}: not a JSON row ({e.msg}); remove the file to start over"
+                raise SystemExit(said) from e
+            write_atomic(out, "".join(f"{kept}\n" for kept in lines[:-1]))
+            break
+        rows[row["fold"], row["note"], row["claim"]] = row
+    return rows
+
+
 def study(cfg: LooConfig, out: Path) -> list[dict]:
-    done = {}
-    if out.exists():
-        done = {(r["fold"], r["note"], r["pair"]): r for r in map(json.loads, out.read_text().splitlines())}
+    done = written(out)
     claims = []
     for fold in cfg.folds:
         episode = load_trajectory(fold, cfg.sources())
         for session in episode.sessions:
-            claims += [(fold, session.note(), episode.catalog, c) for c in session.claims]
-    todo = [c for c in claims if (c[0], c[1].id, c[3].pair) not in done]
+            note = session.note()
+            claims += [((fold, note.id, k), note, episode.catalog, c) for k, c in enumerate(session.claims)]
+    todo = [c for c in claims if c[0] not in done]
     backends: dict[Path, HFBackend] = {}
     with out.open("a") as sink:
-        for fold, note, catalog, claim in tqdm(todo, desc="claims", disable=not cfg.progress):
-            path = adapters_of(cfg, fold) / STAGES_ADAPTER
+        for key, note, catalog, claim in tqdm(todo, desc="claims", disable=not cfg.progress):
+            path = adapters_of(cfg, key[0]) / STAGES_ADAPTER
             if path not in backends:
                 backends[path] = HFBackend.load(cfg.model, {STAGES_ADAPTER: path})
             backend = backends[path]
@@ -99,8 +120,9 @@ def study(cfg: LooConfig, out: Path) -> list[dict]:
             greedy = fill.output.value if isinstance(fill.output, ExtractedClaim) else None
             span = likeliest_span(backend, note, catalog, claim)
             row = {
-                "fold": fold,
+                "fold": key[0],
                 "note": note.id,
+                "claim": key[2],
                 "pair": claim.pair,
                 "gold": claim.value,
                 "map_value": span,
@@ -111,8 +133,8 @@ def study(cfg: LooConfig, out: Path) -> list[dict]:
             }
             sink.write(json.dumps(row) + "\n")
             sink.flush()
-            done[(fold, note.id, claim.pair)] = row
-    return [done[(f, n.id, c.pair)] for f, n, _, c in claims]
+            done[key] = row
+    return [done[key] for key, *_ in claims]
 
 
 def table(rows: list[dict]) -> str:

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 FOLD = "patch-guardrails"
 
 
-def test_the_value_study_reads_every_gold_claim_once_and_resumes(
+def test_the_value_study_reads_every_gold_claim_once_and_resumes_after_a_cut_off_line(
     trained_adapters: Path, tiny_model: Path, export_dir: Path, tmp_path: Path
 ) -> None:
     cmd = [
@@ -43,6 +43,7 @@ def test_the_value_study_reads_every_gold_claim_once_and_resumes(
     notes = {s.id: s for s in episode.sessions}
     gold = [(s.id, c.pair, c.value) for s in episode.sessions for c in s.claims]
     assert [(r["note"], r["pair"], r["gold"]) for r in rows] == gold
+    assert len({(r["note"], r["claim"]) for r in rows}) == len(rows)
     for r in rows:
         session = notes[r["note"]]
         # The likeliest run is a run of the note's own words, and a match there is one the
@@ -52,7 +53,11 @@ def test_the_value_study_reads_every_gold_claim_once_and_resumes(
         assert r["greedy"] == value_match(r["greedy_value"], r["gold"])
     assert f"| ceiling | {sum(r['ceiling'] for r in rows)}/{len(rows)} |" in first.stdout
 
+    # A run killed mid-write leaves a cut-off last line: the rerun drops it, and reads nothing
+    # twice.
+    whole = out.read_text()
+    out.write_text(whole + '{"fold": "patch-gua')
     again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert out.read_text().count("\n") == len(rows)  # nothing read twice
+    assert out.read_text() == whole
     assert again.stdout == first.stdout
