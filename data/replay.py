@@ -24,6 +24,8 @@ from memory.claims import Timestamp
 
 BODY_CHARS = 240
 FILE_HINTS = 4
+HINTS_LEAD = "Touched files:"
+"""How the paragraph of touched-file hints begins: a reader that wants the prose can skip it."""
 
 
 class CommitRecord(BaseModel):
@@ -143,7 +145,7 @@ def note_text(record: CommitRecord, summary: str, body_chars: int = BODY_CHARS) 
         hints += f" (+{len(record.files) - FILE_HINTS} more)"
     parts = [record.subject, " ".join(summary.split())]
     if hints:
-        parts.append(f"Touched files: {hints}.")
+        parts.append(f"{HINTS_LEAD} {hints}.")
     excerpt = body_excerpt(record.body, body_chars) if body_chars else ""
     if excerpt:
         parts.append(f"From the commit message: {excerpt}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,18 +37,42 @@ def record_key(r: Record) -> tuple[str, str, str, str]:
     return r["fold"], r["op"], r["variant"], r["id"]
 
 
-def read_records(path: Path) -> list[Record]:
+def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """Each line of a JSON-lines file with its number, parsed as it is reached. A last line cut
+    off mid-write (no newline after it: the write was interrupted) ends the file; any other
+    line that does not parse is an error naming the file and line."""
     if not path.exists():
-        return []
+        return
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    out, seen = [], {}
     for n, line in enumerate(lines, start=1):
         try:
-            record = json.loads(line)
+            value = json.loads(line)
         except json.JSONDecodeError as e:
             if n == len(lines) and not line.endswith("\n"):
-                break  # the write of the last record was interrupted
-            raise RecordsError(f"{path}:{n}: not a JSON record ({e.msg})") from e
+                return
+            raise RecordsError(f"{path}:{n}: not a JSON line ({e.msg})") from e
+        yield n, value
+
+
+def mend_tail(path: Path, lines_read: int) -> None:
+    """End a JSON-lines file on a line boundary once ``lines_read`` of its lines were read
+    (``json_lines``), so that the next append starts a line of its own: cut a torn last line,
+    or close a whole one that lost its newline."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return
+    if lines_read == data.count(b"\n") + 1:  # the last line was read whole
+        with path.open("ab") as f:
+            f.write(b"\n")
+    else:
+        os.truncate(path, data.rfind(b"\n") + 1)
+
+
+def read_records(path: Path) -> list[Record]:
+    out, seen = [], {}
+    for n, record in json_lines(path):
         if not isinstance(record, dict):
             raise RecordsError(f"{path}:{n}: a record is a JSON object, not {type(record).__name__}")
         missing = [f for f in FIELDS if f not in record]
@@ -83,22 +107,7 @@ class Records:
         self.records = read_records(path)
         self._done = {record_key(r) for r in self.records}
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._mend_tail()
-
-    def _mend_tail(self) -> None:
-        """End the file on a line boundary: cut a torn last record, or close a whole one."""
-        if not self.path.exists():
-            return
-        data = self.path.read_bytes()
-        if not data or data.endswith(b"\n"):
-            return
-        start = data.rfind(b"\n") + 1
-        kept = len(self.records) == data.count(b"\n") + 1  # read_records took the last line
-        if kept:
-            with self.path.open("ab") as f:
-                f.write(b"\n")
-        else:
-            os.truncate(self.path, start)
+        mend_tail(path, len(self.records))
 
     def done(self, fold: str, op: str, variant: str, id: str) -> bool:
         return (fold, op, variant, id) in self._done

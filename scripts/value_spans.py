@@ -24,21 +24,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 
+from pydantic_core import to_json
 from tqdm import tqdm
 
 from core.config import compose_config
-from core.files import write_atomic
 from core.layout import run_dir
 from core.records import MAX_VALUE_CHARS, Catalog, ExtractedClaim, Note
-from data.replay import load_trajectory
+from data.replay import HINTS_LEAD, load_trajectory
 from eval.config import LooConfig
 from eval.loo import adapters_of
 from eval.metrics import bootstrap_ci, value_match
+from eval.records import RecordsError, json_lines, mend_tail
 from eval.report import cell
-from operators.backends import Probe
 from operators.backends.hf import HFBackend
 from operators.learned import LearnedOperators
 from operators.prompts import fill_messages
@@ -53,7 +54,7 @@ def note_spans(note: Note) -> list[str]:
     """Every run of 1 to ``LONGEST_SPAN`` words, within one paragraph of the note or its title,
     trimmed of edge punctuation and at most ``MAX_VALUE_CHARS`` long (the grammar's cap on a
     value). The paragraph of touched-file names is left out: no gold value comes from it."""
-    paragraphs = [note.title, *(p for p in note.text.split("\n\n") if not p.startswith("Touched files"))]
+    paragraphs = [note.title, *(p for p in note.text.split("\n\n") if not p.startswith(HINTS_LEAD))]
     spans: set[str] = set()
     for paragraph in paragraphs:
         words = paragraph.split()
@@ -66,37 +67,28 @@ def note_spans(note: Note) -> list[str]:
 
 
 def answer_start(claim: ExtractedClaim) -> str:
-    """The stage-2 answer up to its value's opening quote, as the schema's key order writes it."""
-    return f'{{"entity":{json.dumps(claim.entity)},"slot":{json.dumps(claim.slot)},"value":"'
+    """The stage-2 answer up to its value's opening quote, in the JSON the training answers
+    were written in (pydantic's, in the schema's key order)."""
+    text = claim.model_copy(update={"value": ""}).model_dump_json()
+    return text[: text.index('"value":"') + len('"value":"')]
 
 
-def likeliest_span(backend: HFBackend, note: Note, catalog: Catalog, claim: ExtractedClaim) -> str | None:
-    """The note run with the highest probability as the value of ``claim``'s pair: each run is
-    an option of one probe, the stage-2 answer begun up to the value and closed after it."""
-    spans = note_spans(note)
-    options = tuple(answer_start(claim) + json.dumps(s, ensure_ascii=False)[1:] for s in spans)
-    odds = backend.probe([Probe(STAGES_ADAPTER, fill_messages(note, catalog, claim.pair), options)])[0]
+def likeliest_span(
+    ops: LearnedOperators, note: Note, catalog: Catalog, claim: ExtractedClaim, spans: list[str]
+) -> str | None:
+    """The run of ``spans`` with the highest probability as the value of ``claim``'s pair: each
+    run is an option of one probe, the stage-2 answer begun up to the value and closed after it."""
+    start = answer_start(claim)
+    options = tuple(start + to_json(s).decode()[1:] for s in spans)
+    [odds] = ops.probe("spans", [(STAGES_ADAPTER, fill_messages(note, catalog, claim.pair), options)])
     return None if odds.refused else spans[max(range(len(spans)), key=odds.probs.__getitem__)]
 
 
 def written(out: Path) -> dict[tuple[str, str, int], dict]:
-    """The rows a run has written, by (fold, note, claim index). A last line cut off mid-write
-    (a run killed there) is dropped and the file cut back to the lines before it; any other
-    line that does not parse is an error naming it."""
-    if not out.exists():
-        return {}
-    lines = out.read_text().splitlines()
-    rows = {}
-    for number, line in enumerate(lines, 1):
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            if number < len(lines):
-                said = f"{out}:{number}: not a JSON row ({e.msg}); remove the file to start over"
-                raise SystemExit(said) from e
-            write_atomic(out, "".join(f"{kept}\n" for kept in lines[:-1]))
-            break
-        rows[row["fold"], row["note"], row["claim"]] = row
+    """The rows a run has written, by (fold, note, claim index); the file is then mended so that
+    a row cut off mid-write (a run killed there) is gone (``eval.records``)."""
+    rows = {(row["fold"], row["note"], row["claim"]): row for _, row in json_lines(out)}
+    mend_tail(out, len(rows))
     return rows
 
 
@@ -109,16 +101,17 @@ def study(cfg: LooConfig, out: Path) -> list[dict]:
             note = session.note()
             claims += [((fold, note.id, k), note, episode.catalog, c) for k, c in enumerate(session.claims)]
     todo = [c for c in claims if c[0] not in done]
-    backends: dict[Path, HFBackend] = {}
+    operators: dict[Path, LearnedOperators] = {}  # one model per adapter, loaded when first needed
     with out.open("a") as sink:
         for key, note, catalog, claim in tqdm(todo, desc="claims", disable=not cfg.progress):
             path = adapters_of(cfg, key[0]) / STAGES_ADAPTER
-            if path not in backends:
-                backends[path] = HFBackend.load(cfg.model, {STAGES_ADAPTER: path})
-            backend = backends[path]
-            fill = LearnedOperators(backend).fill([(note, catalog, claim.pair)], STAGES_ADAPTER)[0]
+            if path not in operators:
+                operators[path] = LearnedOperators(HFBackend.load(cfg.model, {STAGES_ADAPTER: path}))
+            ops = operators[path]
+            fill = ops.fill([(note, catalog, claim.pair)], STAGES_ADAPTER)[0]
             greedy = fill.output.value if isinstance(fill.output, ExtractedClaim) else None
-            span = likeliest_span(backend, note, catalog, claim)
+            spans = note_spans(note)
+            span = likeliest_span(ops, note, catalog, claim, spans)
             row = {
                 "fold": key[0],
                 "note": note.id,
@@ -127,7 +120,7 @@ def study(cfg: LooConfig, out: Path) -> list[dict]:
                 "gold": claim.value,
                 "map_value": span,
                 "greedy_value": greedy,
-                "ceiling": any(value_match(s, claim.value) for s in note_spans(note)),
+                "ceiling": any(value_match(s, claim.value) for s in spans),
                 "map": value_match(span, claim.value),
                 "greedy": value_match(greedy, claim.value),
             }
@@ -162,7 +155,11 @@ def main() -> None:
         parser.error(f"backend={cfg.backend.kind}: the study runs on hf (a thousand-option probe per claim)")
     out = run_dir(cfg.runs_dir, cfg.run) / "value_spans.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
-    print(table(study(cfg, out)))
+    try:
+        rows = study(cfg, out)
+    except RecordsError as e:  # a row edited by hand: named, and the file left as it is
+        sys.exit(f"{e}; remove the file to start over")
+    print(table(rows))
     print(f"per claim: {out}")
 
 

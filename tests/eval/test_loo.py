@@ -17,7 +17,7 @@ from core.models import ModelConfig
 from data.problems import DataError
 from eval.config import LooConfig
 from eval.loo import evaluate
-from eval.records import RecordsError, read_records
+from eval.records import RecordsError, json_lines, mend_tail, read_records
 from eval.report import ENGINE_ONLY, LEARNED, METRICS, VARIANTS
 from operators.learned import OPT_IN_MODES
 from operators.registry import DECISIONS, OPS
@@ -139,6 +139,22 @@ def test_a_corrupt_record_in_the_middle_is_named(tmp_path: Path) -> None:
     (tmp_path / "records.jsonl").write_text('{"fold": 1}\nnot json\n{}\n')
     with pytest.raises(RecordsError, match=r"records.jsonl:1: record lacks field"):
         read_records(tmp_path / "records.jsonl")
+
+
+def test_a_file_is_mended_to_end_on_a_line_boundary(tmp_path: Path) -> None:
+    """A torn last line is cut off; a whole one that lost its newline gets it back, so the next
+    append starts a line of its own either way."""
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"a": 1}\n{"a": 2')
+    read = list(json_lines(path))
+    assert read == [(1, {"a": 1})]
+    mend_tail(path, len(read))
+    assert path.read_text() == '{"a": 1}\n'
+    path.write_text('{"a": 1}\n{"a": 2}')
+    read = list(json_lines(path))
+    assert read == [(1, {"a": 1}), (2, {"a": 2})]
+    mend_tail(path, len(read))
+    assert path.read_text() == '{"a": 1}\n{"a": 2}\n'
 
 
 def test_a_record_that_is_not_an_object_or_comes_twice_is_named(uninterrupted, tmp_path: Path) -> None:
