@@ -13,7 +13,7 @@ from typing import Any
 
 from core.layout import run_dir, test_file
 from eval.config import LooConfig
-from eval.harness import ENGINE_VARIANTS
+from eval.harness import engine_variants, extract_variants
 from eval.plan import steps
 from eval.records import read_records
 from operators.registry import DECISIONS, EXTRACT
@@ -64,9 +64,7 @@ def loo_plan(cfg: LooConfig) -> dict[str, Any]:
         for op in (*DECISIONS, EXTRACT.name):
             path = test_file(cfg.datasets_dir, fold, op)
             n = sum(1 for _ in path.open()) if path.exists() else None
-            variants = (
-                ("learned", "prompted", "symbolic") if op in DECISIONS else (*modes, "prompted", "symbolic")
-            )
+            variants = ("learned", "prompted", "symbolic") if op in DECISIONS else extract_variants(modes)
             for variant in variants:
                 seconds = latency.get((op, variant))
                 out["score"].append(
@@ -79,7 +77,7 @@ def loo_plan(cfg: LooConfig) -> dict[str, Any]:
                     }
                 )
         if cfg.replay:
-            for variant in (*modes, *ENGINE_VARIANTS):
+            for variant in engine_variants(modes):
                 seconds = latency.get(("replay", variant))
                 out["replay"].append({"fold": fold, "variant": variant, "estimated_seconds": seconds})
     return out

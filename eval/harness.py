@@ -68,8 +68,19 @@ PROMPTED_EXTRACT = "two-stage"
 """The prompted baseline extracts in two stages: the grammar then guarantees a valid answer."""
 DECISIONS_ONLY = "decisions"
 """The engine variant with gold extraction and the learned decisions."""
-ENGINE_VARIANTS = (DECISIONS_ONLY, "prompted", "symbolic")
-"""The engine replays of a fold besides one per learned extraction mode."""
+
+
+def extract_variants(modes: Sequence[str]) -> tuple[str, ...]:
+    """The variants scored on extraction: the learned ``modes``, the prompted base and the
+    rules. A decisions-only run (no mode) leaves the prompted base's extraction out too, so that
+    its overall covers the same compare and update examples as the learned one it is set against."""
+    return (*modes, *(["prompted"] if modes else []), "symbolic")
+
+
+def engine_variants(modes: Sequence[str]) -> tuple[str, ...]:
+    """The engine replays of a fold: one per learned extraction mode, the learned decisions on
+    gold claims, then the other extracting variants (the prompted base replays its own)."""
+    return (*modes, DECISIONS_ONLY, *extract_variants(modes)[len(modes) :])
 
 
 def extract_mode(variant: str) -> str | None:
@@ -215,7 +226,7 @@ def score_fold(
     for op in DECISIONS:
         for variant in ("learned", "prompted", "symbolic"):
             jobs.append((op, variant, lambda ex, op=op, v=variant: decision_records(fold, op, v, ex, on(v))))
-    for variant in (*modes, "prompted", "symbolic"):
+    for variant in extract_variants(modes):
         jobs.append(
             (EXTRACT.name, variant, lambda ex, v=variant: extract_records(fold, v, ex, episode, on(v)))
         )
@@ -245,7 +256,7 @@ def replay_fold(
     every note (answered from ``ops.answers`` where the scoring asked the same), so it is the
     slowest part of a fold; a run scores every fold first."""
     on = _variants(ops)
-    for variant in (*modes, *ENGINE_VARIANTS):
+    for variant in engine_variants(modes):
         if not records.done(fold, "engine_queries", variant, episode.queries[-1].id):
             if progress:
                 print(f"{fold}: engine replay ({variant})", flush=True)

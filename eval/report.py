@@ -641,7 +641,10 @@ def merge_folds(run_dir: Path, folds: list[str]) -> int:
 
 def table(summary: dict[str, Any]) -> str:
     """The console table: per fold, overall and extract for both learned variants; then the
-    prompted baseline and the rules, and every decision operator over all folds."""
+    prompted baseline and the rules, and every decision operator over all folds. A run without
+    learned extraction gets the decisions' table instead."""
+    if summary["mean"]["two-stage"]["extract"]["mean"] is None:
+        return decisions_table(summary)
     names = ("Overall direct", "Overall 2-stage", "Extract direct", "Extract 2-stage")
     lines = [f"{'Fold':<18}" + "".join(f"{n:>22}" for n in names)]
     rows = [*summary["folds"].items(), ("all folds", summary["mean"])]
@@ -664,4 +667,22 @@ def table(summary: dict[str, Any]) -> str:
     ):
         s = summary["mean"][variant]
         lines.append(f"{label:<18}" + "".join(f"{cell(s[op]):>22}" for op in DECISIONS))
+    return "\n".join(lines)
+
+
+def decisions_table(summary: dict[str, Any]) -> str:
+    """The console table of a decisions-only run: per fold, each decision operator learned and the
+    engine's final-state keys with gold extraction and the learned decisions; then the prompted
+    base and the rules over all folds."""
+    names = (*(f"{op.capitalize()} learned" for op in DECISIONS), "Engine keys")
+    lines = [f"{'Fold':<18}" + "".join(f"{n:>22}" for n in names)]
+    for fold, s in [*summary["folds"].items(), ("all folds", summary["mean"])]:
+        cells = [*(cell(s["two-stage"][op]) for op in DECISIONS), cell(s["decisions"]["engine_state"])]
+        lines.append(f"{fold:<18}" + "".join(f"{c:>22}" for c in cells))
+    for variant, label in (("prompted", "prompted (base)"), ("symbolic", "symbolic (ref.)")):
+        s = summary["mean"][variant]
+        engine = cell(s["engine_state"]) if variant == "symbolic" else "–"
+        lines.append(
+            f"{label:<18}" + "".join(f"{c:>22}" for c in (*(cell(s[op]) for op in DECISIONS), engine))
+        )
     return "\n".join(lines)

@@ -18,7 +18,7 @@ from data.problems import DataError
 from eval.config import LooConfig
 from eval.loo import evaluate
 from eval.records import RecordsError, json_lines, mend_tail, read_records
-from eval.report import ENGINE_ONLY, LEARNED, METRICS, VARIANTS
+from eval.report import ENGINE_ONLY, LEARNED, METRICS, VARIANTS, table
 from operators.learned import OPT_IN_MODES
 from operators.registry import DECISIONS, OPS
 from tests.conftest import ROOT
@@ -252,6 +252,31 @@ def test_a_parity_pass_scores_only_what_it_names(
     assert fold["direct"]["compare"]["mean"] == fold["direct"]["extract"]["mean"] == 1.0
     assert fold["two-stage"]["extract"]["n"] == fold["direct"]["engine_state"]["n"] == 0
     assert (tmp_path / "oracle" / "report.md").exists()
+
+
+def test_a_decisions_only_run_sets_the_prompted_base_against_the_same_examples(
+    small_datasets: Path, export_dir: Path, tmp_path: Path
+) -> None:
+    """``extract_modes=[]`` (make demo, scripts/data_scaling.py): no learned extraction, so the
+    prompted base neither extracts nor replays its extraction, and its overall, like the learned
+    one, is over compare and update alone. The rules still extract: the reference row."""
+    cfg = config(tmp_path, small_datasets, export_dir)
+    cfg.extract_modes = []
+    summary = evaluate(cfg)
+    records = read_records(tmp_path / "oracle" / "records.jsonl")
+    keys = {(r["op"], r["variant"]) for r in records}
+    assert keys == {
+        ("extract", "symbolic"),
+        *{(op, v) for op in DECISIONS for v in ("learned", "prompted", "symbolic")},
+        *{(op, v) for op in ENGINE for v in ("decisions", "symbolic")},
+    }
+    mean = summary["mean"]
+    decisions = sum(mean["prompted"][op]["n"] for op in DECISIONS)
+    assert mean["prompted"]["overall"]["n"] == mean["two-stage"]["overall"]["n"] == decisions > 0
+    assert mean["prompted"]["extract"]["n"] == 0 and mean["symbolic"]["extract"]["n"] > 0
+    header, *rows = table(summary).splitlines()
+    assert header.split()[1:] == ["Compare", "learned", "Update", "learned", "Engine", "keys"]
+    assert rows[-3].startswith("all folds") and rows[-3].split()[2::3] == ["1.00", "1.00", "1.00"]
 
 
 def test_extract_modes_are_checked_against_the_adapters(export_dir: Path) -> None:
