@@ -641,9 +641,9 @@ def merge_folds(run_dir: Path, folds: list[str]) -> int:
 
 def table(summary: dict[str, Any]) -> str:
     """The console table: per fold, overall and extract for both learned variants; then the
-    prompted baseline and the rules, and every decision operator over all folds. A run without
-    learned extraction gets the decisions' table instead."""
-    if summary["mean"]["two-stage"]["extract"]["mean"] is None:
+    prompted baseline and the rules, and every decision operator over all folds. A run with no
+    learned extraction (a decisions-only run) gets the decisions' table instead."""
+    if all(summary["mean"][v]["extract"]["mean"] is None for v in LEARNED if v in summary["mean"]):
         return decisions_table(summary)
     names = ("Overall direct", "Overall 2-stage", "Extract direct", "Extract 2-stage")
     lines = [f"{'Fold':<18}" + "".join(f"{n:>22}" for n in names)]
@@ -681,8 +681,6 @@ def decisions_table(summary: dict[str, Any]) -> str:
         lines.append(f"{fold:<18}" + "".join(f"{c:>22}" for c in cells))
     for variant, label in (("prompted", "prompted (base)"), ("symbolic", "symbolic (ref.)")):
         s = summary["mean"][variant]
-        engine = cell(s["engine_state"]) if variant == "symbolic" else "–"
-        lines.append(
-            f"{label:<18}" + "".join(f"{c:>22}" for c in (*(cell(s[op]) for op in DECISIONS), engine))
-        )
+        cells = [*(cell(s[op]) for op in (*DECISIONS, "engine_state"))]
+        lines.append(f"{label:<18}" + "".join(f"{c:>22}" for c in cells))
     return "\n".join(lines)

@@ -252,6 +252,7 @@ def test_a_parity_pass_scores_only_what_it_names(
     assert fold["direct"]["compare"]["mean"] == fold["direct"]["extract"]["mean"] == 1.0
     assert fold["two-stage"]["extract"]["n"] == fold["direct"]["engine_state"]["n"] == 0
     assert (tmp_path / "oracle" / "report.md").exists()
+    assert table(summary).split()[1:3] == ["Overall", "direct"]  # its direct extraction is shown
 
 
 def test_a_decisions_only_run_sets_the_prompted_base_against_the_same_examples(
