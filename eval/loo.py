@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -165,6 +167,20 @@ def threshold(cfg: LooConfig, out: Path, fold: str, ops: LearnedOperators) -> fl
     return float(said["threshold"])
 
 
+PHASES = ("datasets", "base", "training", "backend start", "calibration", "operators", "engine replays")
+"""Where a run's wall time goes, in the manifest's ``phases``: a pass's model calls are one share
+of it, and the figures say which part of a slow pass to work on (issue 26)."""
+
+
+@contextmanager
+def timed(phases: dict[str, float], phase: str) -> Iterator[None]:
+    began = time.perf_counter()
+    try:
+        yield
+    finally:
+        phases[phase] += time.perf_counter() - began
+
+
 def evaluate(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
     """The run, holding its folder's lock: two runs on one name once wrote duplicate records."""
     check_tracker(cfg.report_to)
@@ -177,13 +193,16 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
     out.mkdir(parents=True, exist_ok=True)
     records = Records(out / "records.jsonl")
     began = time.perf_counter()
+    phases = dict.fromkeys(PHASES, 0.0)
     plan = steps(cfg, cfg.adapters_fold, trains=not cfg.adapters and cfg.backend.kind != "symbolic")
     if plan.unbuilt:
-        build_datasets(cfg)
+        with timed(phases, "datasets"):
+            build_datasets(cfg)
     check_datasets(cfg)
     check_settings(out, records, run_settings(cfg))
     if plan.base_missing and cfg.backend.kind != "symbolic":
-        ensure_model(cfg.model)
+        with timed(phases, "base"):
+            ensure_model(cfg.model)
     serving: dict[str, Any] = {}
     # One backend per set of adapters: each fold's own, or one for every fold when they share
     # the adapters of ``adapters_fold`` (a single vLLM server then serves the whole run).
@@ -192,11 +211,16 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
         name = cfg.adapters_fold or folds[0]  # whose adapters serve these folds
         adapters = None
         if cfg.backend.kind != "symbolic":
-            train_adapters(cfg, name, plan.trains(name))
+            with timed(phases, "training"):
+                train_adapters(cfg, name, plan.trains(name))
             adapters = adapters_of(cfg, folds[0])
         log = out / "logs" / f"serve-{name}.log"
         needs = cfg.served_adapters()
-        with open_backend(cfg.backend, cfg.model, adapters, list(episodes.values()), log, needs) as backend:
+        with ExitStack() as stack:
+            with timed(phases, "backend start"):
+                backend = stack.enter_context(
+                    open_backend(cfg.backend, cfg.model, adapters, list(episodes.values()), log, needs)
+                )
             if isinstance(backend, SymbolicBackend):
                 for fold in folds:
                     for op in DECISIONS:
@@ -206,16 +230,19 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
                 serving[name] = backend.describe()
             ops = LearnedOperators(backend, favour_note=cfg.favour_note)
             if "two-stage-scored" in cfg.learned_modes() and not isinstance(backend, SymbolicBackend):
-                ops.threshold = threshold(cfg, out, name, ops)
+                with timed(phases, "calibration"):
+                    ops.threshold = threshold(cfg, out, name, ops)
             # Every fold's operator scores first, then the engine replays (the slow part), so a
             # run stopped early still has the operator table for every fold.
-            data = Path(cfg.datasets_dir)
+            data, modes = Path(cfg.datasets_dir), cfg.learned_modes()
             for fold, episode in episodes.items():
-                score_fold(fold, data, episode, ops, records, cfg.learned_modes(), cfg.batch, cfg.progress)
+                with timed(phases, "operators"):
+                    score_fold(fold, data, episode, ops, records, modes, cfg.batch, cfg.progress)
                 print(f"{fold}: operators scored ({len(records.records)} records so far)", flush=True)
             if cfg.replay:
                 for fold, episode in episodes.items():
-                    replay_fold(fold, episode, ops, records, cfg.learned_modes(), cfg.progress)
+                    with timed(phases, "engine replays"):
+                        replay_fold(fold, episode, ops, records, modes, cfg.progress)
                     print(f"{fold}: engine replayed ({len(records.records)} records so far)", flush=True)
     write_manifest(
         out,
@@ -234,7 +261,9 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
         serving=serving,
         records=len(records.records),
         wall_seconds=round(time.perf_counter() - began, 1),
+        phases={phase: round(seconds, 1) for phase, seconds in phases.items()},
     )
+    print("time: " + ", ".join(f"{phase} {s:.0f} s" for phase, s in phases.items() if round(s)), flush=True)
     (out / "resolved_config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
     summary = build_report(out)
     if cfg.backend.kind != "symbolic" and not cfg.adapters:

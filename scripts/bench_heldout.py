@@ -15,7 +15,8 @@ a job under Slurm (``slurm/submit.py``), with its config resolved here and hande
 
 Scoring runs in a process that trained nothing: the hf pass decoded about a fifth slower in the
 process that had trained the adapters (README, issue 26). Then it prints the wall time of each
-step (the adapters' and the model's as their manifests record them), the training tokens/s and
+step (the adapters' and the model's as their manifests record them, and each pass's phases
+under it: backend start, calibration, operators, engine replays), the training tokens/s and
 their share of this machine's matmul peak (``train/throughput.py``; the tokens the trainer ran,
 which under ``packed_attention=shared_prefix`` leave out the prompt start a row's examples
 share), the pooled held-out figures and the parity, and writes them to ``<root>/heldout.json``.
@@ -35,6 +36,7 @@ from pathlib import Path
 from core.config import compose_config, write_config
 from core.layout import OUTPUTS
 from eval.config import LooConfig
+from eval.loo import PHASES
 from eval.parity import parity as decoding_parity
 from eval.plan import steps
 from eval.report import cell
@@ -135,8 +137,11 @@ def main() -> None:
             "share_of_peak": round(gflops / peaks[precision], 3),
             "eval_loss": m["eval_loss"],
         }
-    stages["hf pass: scoring and replays"] = walls["hf"]
-    stages["vllm pass (server start included)"] = walls["vllm"]
+    passes = {"hf": "hf pass: scoring and replays", "vllm": "vllm pass (server start included)"}
+    for backend, stage in passes.items():
+        stages[stage] = walls[backend]
+        phases = json.loads((root / "loo" / backend / "manifest.json").read_text())["phases"]
+        stages |= {f"  {backend}: {phase}": phases[phase] for phase in PHASES if phases[phase]}
     summary = json.loads((root / "loo" / "hf" / "summary.json").read_text())
     result = {
         "config": args.config_name,

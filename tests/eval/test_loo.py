@@ -16,7 +16,7 @@ import pytest
 from core.models import ModelConfig
 from data.problems import DataError
 from eval.config import LooConfig
-from eval.loo import evaluate
+from eval.loo import PHASES, evaluate
 from eval.records import RecordsError, json_lines, mend_tail, read_records
 from eval.report import ENGINE_ONLY, LEARNED, METRICS, VARIANTS, table
 from operators.learned import OPT_IN_MODES
@@ -87,6 +87,11 @@ def test_oracle_run_scores_perfectly_and_writes_everything(uninterrupted) -> Non
     report = (run_dir / "report.md").read_text()
     assert "| Fold | Overall | " + " | ".join(op.capitalize() for op in OPS) + " |" in report
     assert "| patch-guardrails | 1.00 [1.00, 1.00]" in report
+    # where the time went: a phase this run never entered reads 0, and together they fit the wall
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert set(manifest["phases"]) == set(PHASES)
+    assert all(manifest["phases"][p] == 0.0 for p in ("datasets", "base", "training", "calibration"))
+    assert sum(manifest["phases"].values()) <= manifest["wall_seconds"]
 
 
 def test_killed_run_resumes_to_the_same_summary(
