@@ -634,6 +634,7 @@ def merge_folds(run_dir: Path, folds: list[str]) -> int:
         run={**first, "name": run_dir.name, "folds": folds},
         parts={fold: str(run_dir / "folds" / fold) for fold in folds},
         part_commits={fold: m.get("git_commit") for fold, m in parts.items()},
+        part_phases={fold: m.get("phases") for fold, m in parts.items()},
         records=len(records),
     )
     return len(records)

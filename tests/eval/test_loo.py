@@ -217,6 +217,9 @@ def test_report_merges_per_fold_runs_as_slurm_eval_jobs_write_them(uninterrupted
     manifest = json.loads((merged / "manifest.json").read_text())
     assert manifest["run"]["folds"] == ["patch-guardrails", "model-routing"]
     assert manifest["run"]["backend"] == "symbolic" and manifest["records"] == 2 * len(records)
+    # each eval job's phases, as its own manifest timed them: the jobs ran side by side
+    phases = json.loads((run_dir / "manifest.json").read_text())["phases"]
+    assert manifest["part_phases"] == {"patch-guardrails": phases, "model-routing": phases}
 
 
 def test_merge_refuses_a_missing_fold_or_records_filed_under_the_wrong_fold(
