@@ -88,10 +88,11 @@ def test_oracle_run_scores_perfectly_and_writes_everything(uninterrupted) -> Non
     assert "| Fold | Overall | " + " | ".join(op.capitalize() for op in OPS) + " |" in report
     assert "| patch-guardrails | 1.00 [1.00, 1.00]" in report
     # where the time went: a phase this run never entered reads 0, and together they fit the wall
+    # (each figure rounded to 0.1 s)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert set(manifest["phases"]) == set(PHASES)
     assert all(manifest["phases"][p] == 0.0 for p in ("datasets", "base", "training", "calibration"))
-    assert sum(manifest["phases"].values()) <= manifest["wall_seconds"]
+    assert sum(manifest["phases"].values()) <= manifest["wall_seconds"] + 0.05 * (len(PHASES) + 1)
 
 
 def test_killed_run_resumes_to_the_same_summary(
