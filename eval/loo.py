@@ -169,7 +169,8 @@ def threshold(cfg: LooConfig, out: Path, fold: str, ops: LearnedOperators) -> fl
 
 PHASES = ("datasets", "base", "training", "backend start", "calibration", "operators", "engine replays")
 """Where a run's wall time goes, in the manifest's ``phases``: a pass's model calls are one share
-of it, and the figures say which part of a slow pass to work on (issue 26)."""
+of it, and the figures say which part of a slow pass to work on (issue 26). Like
+``wall_seconds``, they time this process: a resumed run's are those of what it had left."""
 
 
 @contextmanager
