@@ -682,6 +682,6 @@ def decisions_table(summary: dict[str, Any]) -> str:
         lines.append(f"{fold:<18}" + "".join(f"{c:>22}" for c in cells))
     for variant, label in (("prompted", "prompted (base)"), ("symbolic", "symbolic (ref.)")):
         s = summary["mean"][variant]
-        cells = [*(cell(s[op]) for op in (*DECISIONS, "engine_state"))]
+        cells = [cell(s[op]) for op in (*DECISIONS, "engine_state")]
         lines.append(f"{label:<18}" + "".join(f"{c:>22}" for c in cells))
     return "\n".join(lines)
