@@ -18,6 +18,10 @@ class LoraSpec:
     target_modules: list[str] = field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     )
+    layers_to_transform: list[int] | None = None
+    """peft's field: the decoder layers that get adapters; unset: every layer. The frozen layers
+    below the lowest adapted one need no backward pass, which is the point of adapting only the
+    top layers on a CPU."""
 
 
 @dataclass

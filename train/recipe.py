@@ -197,6 +197,7 @@ def lora_config(lora: LoraSpec):  # -> peft.LoraConfig
         lora_alpha=lora.alpha,
         lora_dropout=lora.dropout,
         target_modules=list(lora.target_modules),
+        layers_to_transform=None if lora.layers_to_transform is None else list(lora.layers_to_transform),
         task_type="CAUSAL_LM",
     )
 

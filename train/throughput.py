@@ -62,9 +62,10 @@ def token_mix(dataset, tokenizer, examples: int = 256) -> TokenMix:  # datasets.
 
 def flops_per_token(model_dir: str | Path, lora: LoraSpec, mix: TokenMix) -> float:
     """FLOPs one trained token needs: forward 2 per weight, backward 2 more for the input
-    gradients (the base is frozen), 6 per LoRA weight (forward, input and weight gradients),
-    attention 4 per head dimension per attended position forward and twice that backward, and
-    the tied or untied LM head at labelled positions only."""
+    gradients (the base is frozen) from the top down to the lowest adapted layer, 6 per LoRA
+    weight (forward, input and weight gradients), attention 4 per head dimension per attended
+    position forward and twice that backward (again down to the lowest adapted layer), and the
+    tied or untied LM head at labelled positions only."""
     config = json.loads((Path(model_dir) / "config.json").read_text())
     d, layers, vocab = config["hidden_size"], config["num_hidden_layers"], config["vocab_size"]
     ffn = config["intermediate_size"]
@@ -80,8 +81,11 @@ def flops_per_token(model_dir: str | Path, lora: LoraSpec, mix: TokenMix) -> flo
         "up_proj": (d, ffn),
         "down_proj": (ffn, d),
     }
-    body = layers * sum(i * o for i, o in shapes.values())
-    adapted = layers * sum(lora.r * (i + o) for name, (i, o) in shapes.items() if name in lora.target_modules)
-    attention = layers * 4 * q * mix.mean_context
+    adapted_layers = lora.layers_to_transform or range(layers)
+    backward = layers - min(adapted_layers)  # the layers a gradient passes through
+    body = sum(i * o for i, o in shapes.values())  # per layer, as are the two below
+    adapted = sum(lora.r * (i + o) for name, (i, o) in shapes.items() if name in lora.target_modules)
+    attention = 4 * q * mix.mean_context
     head_flops = 2 * d * vocab * mix.labelled
-    return 4 * body + 6 * adapted + 3 * attention + 2 * head_flops
+    forward_and_back = 2 * layers * body + 2 * backward * body + 6 * len(adapted_layers) * adapted
+    return forward_and_back + (layers + 2 * backward) * attention + 2 * head_flops

@@ -252,3 +252,32 @@ def test_a_packed_training_run_learns_the_same_with_either_attention(
     assert segments == pytest.approx(mask, rel=2e-3)
     assert shared == pytest.approx(segments, rel=2e-3)
     assert seen["shared_prefix"] < 0.9 * seen["segments"]
+
+
+def test_lora_on_the_top_layers_leaves_the_layers_below_without_a_backward_pass(tiny_model: Path) -> None:
+    """peft's ``layers_to_transform``: adapters only where it says, no gradient reaches a hidden
+    state below the lowest adapted layer, and the FLOP count drops their input gradients."""
+    import torch
+    from peft import get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from train.recipe import lora_config
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model, use_safetensors=True)
+    layers = model.config.num_hidden_layers
+    top = LoraSpec(layers_to_transform=[layers - 1])
+    peft_model = get_peft_model(model, lora_config(top))
+    adapted = {n.split(".layers.")[1].split(".")[0] for n, _ in peft_model.named_parameters() if "lora_" in n}
+    assert adapted == {str(layers - 1)}
+    ids = torch.randint(0, model.config.vocab_size, (1, 16), generator=torch.Generator().manual_seed(0))
+    hidden = peft_model(input_ids=ids, output_hidden_states=True).hidden_states
+    # hidden_states[i] is the input of layer i: only the last layer's output carries a gradient
+    assert [h.requires_grad for h in hidden] == [False] * layers + [True]
+
+    none = TokenMix(labelled=0.0, mean_context=0.0)
+    every = flops_per_token(tiny_model, LoraSpec(r=0), none)
+    assert flops_per_token(tiny_model, LoraSpec(r=0, layers_to_transform=list(range(layers))), none) == every
+    per_layer = every / (4 * layers)  # 2 forward + 2 input-gradient FLOPs per weight, per layer
+    assert flops_per_token(
+        tiny_model, LoraSpec(r=0, layers_to_transform=[layers - 1]), none
+    ) == pytest.approx((2 * layers + 2) * per_layer)
