@@ -41,6 +41,16 @@ def _cell(stat: dict[str, Any]) -> str:
     return f"{stat['mean']:.2f} [{low:.2f}, {high:.2f}] (n={stat['n']})"
 
 
+def lora_layers(lora: dict[str, Any]) -> str:
+    """Which decoder layers carry adapters, as a card reader wants it: all, a range, or a list."""
+    chosen = sorted(set(lora.get("layers_to_transform") or []))
+    if not chosen:
+        return "every layer"
+    if chosen == list(range(chosen[0], chosen[-1] + 1)):
+        return f"layers {chosen[0]}-{chosen[-1]}"
+    return f"layers {', '.join(map(str, chosen))}"
+
+
 def card_text(manifest: dict[str, Any], heldout: dict[str, Any] | None = None) -> str:
     cfg = manifest["config"]
     model, op, fold = cfg["model"], cfg["op"]["name"], cfg["fold"]
@@ -72,7 +82,7 @@ def card_text(manifest: dict[str, Any], heldout: dict[str, Any] | None = None) -
         f"| device | {manifest['device']['device']}, {manifest['device']['precision']} |",
         f"| wall time | {manifest['wall_seconds']:.0f} s |",
         f"| LoRA | r={model['lora']['r']}, alpha={model['lora']['alpha']}, "
-        f"{', '.join(model['lora']['target_modules'])} |",
+        f"{', '.join(model['lora']['target_modules'])}, {lora_layers(model['lora'])} |",
         f"| git commit | `{manifest.get('git_commit')}` |",
         "",
         "## Held-out figures",

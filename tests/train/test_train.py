@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from train.card import record_heldout, write_card
+from train.card import lora_layers, record_heldout, write_card
 
 pytestmark = pytest.mark.slow
 
@@ -118,6 +118,13 @@ def test_training_leaves_tensorboard_events_and_a_model_card(trained: Path) -> N
     assert f"| tokens | {manifest['tokens_seen']:,} |" in body
     assert f"| final eval loss | {manifest['eval_loss']:.4f} |" in body
     assert manifest["dataset_fingerprint"] in body and "Not scored yet" in body
+    assert "down_proj, every layer |" in body
+
+
+def test_the_card_names_the_adapted_layers() -> None:
+    assert lora_layers({"layers_to_transform": None}) == "every layer"
+    assert lora_layers({"layers_to_transform": list(range(15, 30))}) == "layers 15-29"
+    assert lora_layers({"layers_to_transform": [3, 1]}) == "layers 1, 3"
 
 
 def test_training_writes_nothing_into_the_published_datasets(small_datasets: Path, tmp_path: Path) -> None:
