@@ -12,7 +12,8 @@ where the CPU multiplies bf16 natively), then prints per candidate:
 - the tokens/s it computed (fewer than the rows' for ``shared_prefix``);
 - GFLOP/s of the work the loss needs on the rows as packed (``train/throughput.py``) and its
   share of the peak in the precision the candidate's matmuls ran in; a candidate that skips
-  work (the LM head off the labels, the shared start) shows as a higher share;
+  work (the LM head off the labels, the shared start) shows as a higher share. The count is the
+  candidate's own: adapters on the top layers only need no backward pass below them;
 - seconds per step, peak memory, and the training loss at each of the last steps.
 
     python scripts/bench_train.py                            # CPU: SmolLM2, compare, 10 steps
@@ -35,6 +36,12 @@ from pathlib import Path
 from core.config import compose_config
 from core.layout import DATASETS, MODELS
 from train.cpu import cpu_model, matmul_flags, native_bf16
+
+
+def top_layers(k: int, of: int) -> str:
+    """The override that puts the adapters on the top ``k`` of ``of`` decoder layers."""
+    return f"model.lora.layers_to_transform=[{','.join(map(str, range(of - k, of)))}]"
+
 
 DROPOUT = "model.lora.dropout=0.05"
 """The LoRA dropout of DESIGN's recipe, which the SmolLM2 CPU recipe turned off (issue 26)."""
@@ -63,6 +70,8 @@ CPU_CANDIDATES = {
     "recipe: and the rows' shared prompt start once": [],
     "no LoRA dropout, 2,048-token rows": ["packed_attention=segments", "op.max_length=2048"],
     "recipe, 2,048-token rows": ["op.max_length=2048"],
+    "recipe, LoRA on the top 15 of 30 layers": [top_layers(15, of=30)],
+    "recipe, LoRA on the top 8 of 30 layers": [top_layers(8, of=30)],
 }
 """The CPU recipe before issue 26, each change alone, and the recipe (configs/recipe/smollm2-cpu,
 which every candidate starts from)."""
@@ -127,6 +136,7 @@ def one(overrides: list[str]) -> dict:
         "seconds": seconds,
         "packed_attention": manifest["device"]["packed_attention"],
         "max_length": manifest["config"]["op"]["max_length"],
+        "lora": manifest["config"]["model"]["lora"],
         "computed_per_s": tokens / seconds,
         "step_s": seconds / (len(steps) - 1),
         "peak_gib": manifest["peak_memory_bytes"] / 2**30,
@@ -170,7 +180,7 @@ def main() -> None:
 
     import torch
 
-    from core.models import model_config
+    from core.models import LoraSpec, model_config
     from train.builds import ensure_model
     from train.throughput import flops_per_token, matmul_peak, token_mix
 
@@ -186,11 +196,10 @@ def main() -> None:
         if gpu:
             path = random_14b(Path(args.shape_dir or Path(scratch) / "qwen2.5-14b"), f"{MODELS}/tiny")
             model = ["model=qwen2.5-14b-instruct", f"model.path={path}", "recipe=gpu"]
-            lora = model_config("qwen2.5-14b-instruct").lora
         else:
             cfg = model_config(args.model)
             ensure_model(cfg)
-            path, lora = cfg.path, cfg.lora
+            path = cfg.path
             model = [f"model={args.model}", "recipe=smollm2-cpu" if cfg.cpu_recipe else "recipe=cpu"]
         common = [
             f"op={args.op}",
@@ -208,7 +217,7 @@ def main() -> None:
         from transformers import AutoTokenizer
 
         rows = load_from_disk(str(Path(args.datasets_dir) / "all" / args.op))["train"]
-        per_token = flops_per_token(path, lora, token_mix(rows, AutoTokenizer.from_pretrained(path)))
+        mix = token_mix(rows, AutoTokenizer.from_pretrained(path))
         peaks = {"float32": matmul_peak("float32")} if not gpu else {}
         if not gpu and native_bf16():
             peaks["bf16"] = matmul_peak("bfloat16")
@@ -223,6 +232,7 @@ def main() -> None:
                 continue
             r = results[name] = json.loads(line.removeprefix("RESULT "))
             r["tokens_per_s"] = row_tokens(r, list(results.values())[:-1]) / r["seconds"]
+            r["flops_per_token"] = flops_per_token(path, LoraSpec(**r["lora"]), mix)
             print(f"{name}: {r['tokens_per_s']:.1f} tokens/s, {r['peak_gib']:.2f} GiB", flush=True)
 
     first = next(iter(results.values()))
@@ -232,7 +242,9 @@ def main() -> None:
         else f"{cpu_model()} ({' '.join(matmul_flags())}), {torch.get_num_threads()} threads"
     )
     print(f"\n{device}; {args.model_shape or args.model}, op {args.op}, {args.steps} steps")
-    print(f"{per_token / 1e9:.3f} GFLOP per trained token (train/throughput.py)")
+    print(
+        f"{first['flops_per_token'] / 1e9:.3f} GFLOP per trained token, first candidate (train/throughput.py)"
+    )
     if peaks:
         print("matmul peak: " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peaks.items()))
     columns = (
@@ -242,7 +254,7 @@ def main() -> None:
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for name, r in results.items():
         rate = r["tokens_per_s"]
-        achieved = rate * per_token / 1e9
+        achieved = rate * r["flops_per_token"] / 1e9
         peak = peaks.get(r["precision"])
         share = f"{achieved / peak:.0%}" if peak else "-"
         losses = ", ".join(f"{x:.3f}" for x in r["losses"][-3:])  # the last three steps
