@@ -1,10 +1,11 @@
 """The held-out run with a real model on CPU, uninterrupted and timed (issue 13's benchmark).
 
-    python scripts/bench_heldout.py [--config-name smollm2-cpu] [--root outputs/bench/heldout]
+    python scripts/bench_heldout.py [--config-name smollm2-cpu] [--root outputs/bench/heldout] [override ...]
 
 One command, everything under ``--root``, each step a child process (argument lists) as it is
 a job under Slurm (``slurm/submit.py``), with its config resolved here and handed over as a file
-(``<root>/configs/``):
+(``<root>/configs/``); Hydra overrides after the options reach every step, the root's paths
+excepted (``model.lora.layers_to_transform=[15,...,29]`` benchmarks a recipe change):
 1. the base (``scripts/make_model.py``) and the datasets (``scripts/build_data.py``);
 2. each synthetic-only adapter, one ``train.py`` each;
 3. ``scripts/loo.py --config-name <config>``: the five folds on ``hf``, engine replays included;
@@ -79,14 +80,16 @@ def main() -> None:
     )
     parser.add_argument("--config-name", default="smollm2-cpu")
     parser.add_argument("--root", type=Path, default=Path(OUTPUTS) / "bench" / "heldout")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides for every step")
     args = parser.parse_args()
     root = args.root.resolve()
     (root / "logs").mkdir(parents=True, exist_ok=True)
     peaks = {"float32": matmul_peak("float32")}  # measured first, with the machine to itself
     if native_bf16():
         peaks["bf16"] = matmul_peak("bfloat16")
-    model_path = root / "models" / compose_config(args.config_name, []).model.name
+    model_path = root / "models" / compose_config(args.config_name, args.overrides).model.name
     where = [
+        *args.overrides,
         f"model.path={model_path}",
         f"datasets_dir={root / 'datasets'}",
         f"adapters_dir={root / 'adapters'}",
@@ -145,6 +148,7 @@ def main() -> None:
     summary = json.loads((root / "loo" / "hf" / "summary.json").read_text())
     result = {
         "config": args.config_name,
+        "overrides": args.overrides,
         "cpu": f"{cpu_model()} ({' '.join(matmul_flags())})",
         "matmul_peak_gflops": {k: round(v, 1) for k, v in peaks.items()},
         "wall_seconds": {**walls, "total": sum(walls.values())},
