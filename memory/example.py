@@ -1,6 +1,6 @@
 """A small built-in project history that exercises every branch of the update rule.
 
-Used by ``make demo`` until the full pipeline runs there, and by the README.
+Used by ``make engine-demo``, the tests and the README.
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ def small_datasets(tmp_path_factory: pytest.TempPathFactory, export_dir: Path) -
 
 
 QUICK_TRAIN = ["model=tiny", "recipe=cpu", "max_steps=3", "max_eval_samples=8", "prepare=false"]
-"""The CPU recipe (configs/recipe/cpu.yaml, as make demo and the Slurm CPU profile compose it)
+"""The CPU recipe (configs/recipe/cpu.yaml, as make tiny-demo and the Slurm CPU profile compose it)
 cut to a few optimizer steps: real adapters from the real recipe, in seconds."""
 
 

@@ -96,7 +96,7 @@ def test_loo_settings_reach_the_trained_adapter(
     from eval.loo import train_adapters
 
     cfg = compose_config(
-        "demo",
+        "tiny-demo",
         [
             *SETTINGS,
             "max_steps=1",

@@ -267,7 +267,7 @@ def test_a_parity_pass_scores_only_what_it_names(
 def test_a_decisions_only_run_sets_the_prompted_base_against_the_same_examples(
     small_datasets: Path, export_dir: Path, tmp_path: Path
 ) -> None:
-    """``extract_modes=[]`` (make smollm2-demo, scripts/data_scaling.py): no learned extraction, so the
+    """``extract_modes=[]`` (make demo, scripts/data_scaling.py): no learned extraction, so the
     prompted base neither extracts nor replays its extraction, and its overall, like the learned
     one, is over compare and update alone. The rules still extract: the reference row."""
     cfg = config(tmp_path, small_datasets, export_dir)

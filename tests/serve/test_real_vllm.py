@@ -360,17 +360,17 @@ def test_a_server_that_dies_mid_run_is_named_with_its_log_and_a_rerun_resumes(
     assert {record_key(r): r["raw"] for r in resumed} == texts
 
 
-def test_a_smollm2_adapter_from_the_recipe_loads_in_vllm_and_hf_alike(
+def test_smollm2_adapters_from_the_recipe_load_in_vllm_and_hf_alike(
     smollm2_model: Path, small_datasets: Path, tmp_path: Path
 ) -> None:
-    """The real pretrained model end to end: 2 recipe steps, then the same greedy compare
-    answers from vLLM and from the hf backend on the unquantized base."""
+    """The real pretrained model end to end: 2 recipe steps of compare on every layer and of
+    update on the top 15 layers only (as make demo trains it), then the same greedy answers from
+    vLLM and from the hf backend on the unquantized base."""
     from core.models import model_config
     from operators.backends.hf import HFBackend
     from train.recipe import train_adapter
 
     overrides = [
-        "op=compare",
         "fold=patch-guardrails",
         "model=smollm2-135m-instruct",
         f"model.path={smollm2_model}",
@@ -382,17 +382,26 @@ def test_a_smollm2_adapter_from_the_recipe_loads_in_vllm_and_hf_alike(
         "max_eval_samples=4",
         "prepare=false",
     ]
-    train_adapter(compose_config("train", overrides), overrides)
-    adapter = {"compare": tmp_path / "smollm2-135m-instruct" / "patch-guardrails" / "compare"}
+    demo_layers = list(compose_config("smollm2-demo", []).model.lora.layers_to_transform)
+    top = f"model.lora.layers_to_transform=[{','.join(map(str, demo_layers))}]"
+    for op, extra in (("compare", []), ("update", [top])):
+        args = [f"op={op}", *overrides, *extra]
+        train_adapter(compose_config("train", args), args)
+    trained = tmp_path / "smollm2-135m-instruct" / "patch-guardrails"
+    adapters = {op: trained / op for op in ("compare", "update")}
+    update_config = json.loads((adapters["update"] / "adapter_config.json").read_text())
+    assert update_config["layers_to_transform"] == demo_layers and demo_layers
     claims = example_claims()
     pairs = [(claims[0], claims[1]), (claims[1], claims[2]), (claims[2], claims[0])]
+    cases = [(None, claim) for claim in claims[:3]]
     model = model_config("smollm2-135m-instruct")
     model.path = str(smollm2_model)
-    local = LearnedOperators(HFBackend.load(model, adapter)).compare(pairs)
-    with VLLMServer(serve_config(smollm2_model, port=0), adapter, tmp_path / "serve.log") as server:
-        assert server.listed() == {server.served_name, "compare"}
+    hf = LearnedOperators(HFBackend.load(model, adapters))
+    local = hf.compare(pairs) + hf.update(cases)
+    with VLLMServer(serve_config(smollm2_model, port=0), adapters, tmp_path / "serve.log") as server:
+        assert server.listed() == {server.served_name, "compare", "update"}
         served = LearnedOperators(ServedBackend(VLLMBackend(server.base_url, server.api_key), server))
-        remote = served.compare(pairs)
+        remote = served.compare(pairs) + served.update(cases)
     assert all(o.error is None for o in local + remote), [o.raw for o in local + remote]
     assert [o.raw for o in remote] == [o.raw for o in local]
 

@@ -71,7 +71,7 @@ def test_loo_dry_run_prints_the_plan_and_writes_nothing(
     proc = run(
         "scripts/loo.py",
         "--config-name",
-        "demo",
+        "tiny-demo",
         "dry_run=true",
         "folds=[patch-guardrails]",
         f"model.path={tiny_model}",
