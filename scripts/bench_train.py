@@ -45,36 +45,47 @@ def top_layers(k: int, of: int) -> str:
 
 DROPOUT = "model.lora.dropout=0.05"
 """The LoRA dropout of DESIGN's recipe, which the SmolLM2 CPU recipe turned off (issue 26)."""
+EVERY_LAYER = "~layers"
+"""The recipe's adapted layers per adapter dropped: adapters on every layer, as before issue 26."""
 CPU_CANDIDATES = {
     "before: fp32, LM head on every position": [
         "lm_head=all",
         "cpu_bf16=false",
         "packed_attention=mask",
         DROPOUT,
+        EVERY_LAYER,
     ],
-    "LM head on labelled positions": ["lm_head=labelled", "cpu_bf16=false", "packed_attention=mask", DROPOUT],
-    "bf16 autocast": ["lm_head=all", "cpu_bf16=true", "packed_attention=mask", DROPOUT],
+    "LM head on labelled positions": [
+        "lm_head=labelled",
+        "cpu_bf16=false",
+        "packed_attention=mask",
+        DROPOUT,
+        EVERY_LAYER,
+    ],
+    "bf16 autocast": ["lm_head=all", "cpu_bf16=true", "packed_attention=mask", DROPOUT, EVERY_LAYER],
     "labelled positions, bf16 where native": [
         "lm_head=labelled",
         "cpu_bf16=true",
         "packed_attention=mask",
         DROPOUT,
+        EVERY_LAYER,
     ],
     "and attention per packed example": [
         "lm_head=labelled",
         "cpu_bf16=true",
         "packed_attention=segments",
         DROPOUT,
+        EVERY_LAYER,
     ],
-    "and no LoRA dropout": ["packed_attention=segments"],
-    "recipe: and the rows' shared prompt start once": [],
-    "no LoRA dropout, 2,048-token rows": ["packed_attention=segments", "op.max_length=2048"],
-    "recipe, 2,048-token rows": ["op.max_length=2048"],
-    "recipe, LoRA on the top 15 of 30 layers": [top_layers(15, of=30)],
-    "recipe, LoRA on the top 8 of 30 layers": [top_layers(8, of=30)],
+    "and no LoRA dropout": ["packed_attention=segments", EVERY_LAYER],
+    "and the rows' shared prompt start once": [EVERY_LAYER],
+    "no LoRA dropout, 2,048-token rows": ["packed_attention=segments", "op.max_length=2048", EVERY_LAYER],
+    "and the shared prompt start, 2,048-token rows": ["op.max_length=2048", EVERY_LAYER],
+    "recipe: LoRA on the recipe's layers (compare: the top 15 of 30)": [],
+    "LoRA on the top 8 of 30 layers": [top_layers(8, of=30)],
 }
 """The CPU recipe before issue 26, each change alone, and the recipe (configs/recipe/smollm2-cpu,
-which every candidate starts from)."""
+which every candidate starts from; its adapted layers are per adapter, ``layers``)."""
 REPEATS_WITHOUT_BF16 = ("bf16 autocast", "LM head on labelled positions")
 """The candidates a CPU without native bf16 would run as another, step for step (``cpu_bf16=true``
 trains in fp32 there, train/cpu.py): bf16 autocast alone as the first, the labelled head alone

@@ -85,6 +85,26 @@ def test_the_command_line_wins_over_the_recipe_and_the_recipe_over_the_registry(
     assert compose_config("train", ["op=compare", "recipe=smollm2-cpu", "max_steps=7"]).max_steps == 7
 
 
+def test_the_recipes_layers_are_per_adapter_and_the_command_line_sets_them_for_all() -> None:
+    """``layers`` in a recipe adapts only those layers of the adapters it names; the others
+    adapt every layer. ``model.lora.layers_to_transform`` on the command line applies to every
+    adapter, and ``~layers`` drops the recipe's choice."""
+    recipe = OmegaConf.load(CONFIGS / "recipe" / "smollm2-cpu.yaml").layers
+    smollm2 = ["model=smollm2-135m-instruct", "recipe=smollm2-cpu"]
+    chosen = {
+        op: compose_config("train", [f"op={op}", *smollm2]).model.lora.layers_to_transform for op in ADAPTERS
+    }
+    assert chosen == {op: recipe.get(op) for op in ADAPTERS} and chosen["compare"] and not chosen["update"]
+    given = ["model.lora.layers_to_transform=[28,29]"]
+    assert all(
+        compose_config("train", [f"op={op}", *smollm2, *given]).model.lora.layers_to_transform == [28, 29]
+        for op in ADAPTERS
+    )
+    assert compose_config("train", ["op=compare", *smollm2, "~layers"]).model.lora.layers_to_transform is None
+    with pytest.raises(ValueError, match="layers: unknown"):
+        compose_config("train", ["op=compare", *smollm2, "+layers.comparison=[1]"])
+
+
 SETTINGS = ["model.lora.r=8", "op.max_length=512"]
 
 
@@ -121,9 +141,11 @@ def test_slurm_job_configs_carry_the_settings_and_each_adapters_own_budget(tmp_p
     dry_run(tmp_path, *overrides, "folds=[patch-guardrails]", *SETTINGS)
     configs = tmp_path / "loo" / "smollm2-135m-instruct-hf" / "configs"
     budgets = OmegaConf.load(CONFIGS / "recipe" / "smollm2-cpu.yaml").steps
+    layers = OmegaConf.load(CONFIGS / "recipe" / "smollm2-cpu.yaml").layers
     for adapter in adapters(stages=True):
         job = OmegaConf.load(configs / "train" / "patch-guardrails" / f"{adapter}.yaml")
         assert (job.op.name, job.max_steps) == (adapter, budgets[adapter])
+        assert job.model.lora.layers_to_transform == layers.get(adapter)
         assert (job.model.lora.r, job.op.max_length, job.recipe) == (8, 512, "smollm2-cpu")
     evaluation = OmegaConf.load(configs / "eval" / "patch-guardrails" / "job.yaml")
     assert (evaluation.model.lora.r, evaluation.op.max_length, evaluation.steps.compare) == (

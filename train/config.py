@@ -63,6 +63,11 @@ class TrainingRun(RunConfig):
     """Unset: the recipe's budget for the adapter (``steps``), else ``op.epochs`` of its data."""
     steps: dict[str, int] = field(default_factory=dict)
     """The recipe's step budget per adapter; a ``max_steps`` given overrides it for all."""
+    layers: dict[str, list[int]] = field(default_factory=dict)
+    """The recipe's adapted decoder layers per adapter (peft's ``layers_to_transform``); a
+    ``model.lora.layers_to_transform`` given applies to every adapter instead, and an adapter
+    not named here adapts every layer. Adapters on the top layers skip the backward pass below
+    them, which a decision adapter can afford and extraction cannot (README)."""
     max_eval_samples: int | None = None
     """Evaluate on a seeded sample of this many validation examples (all when unset)."""
     balance_labels: bool = False
@@ -104,6 +109,7 @@ class TrainingRun(RunConfig):
 
     def __post_init__(self) -> None:
         known_names("steps", list(self.steps), list(ADAPTERS))
+        known_names("layers", list(self.layers), list(ADAPTERS))
         known_names("lm_head", [self.lm_head], list(LM_HEADS))
         known_names("packed_attention", [self.packed_attention], list(PACKED_ATTENTION))
 
@@ -138,6 +144,9 @@ class TrainConfig(TrainingRun):
         self.op = replace(self.op, **{k: v for k, v in defaults.items() if getattr(self.op, k) is None})
         if self.max_steps is None:
             self.max_steps = self.steps.get(self.op.name, -1)
+        if self.model.lora.layers_to_transform is None and self.op.name in self.layers:
+            lora = replace(self.model.lora, layers_to_transform=list(self.layers[self.op.name]))
+            self.model = replace(self.model, lora=lora)
 
 
 def train_config(run: TrainingRun, fold: str, adapter: str, **settings: Any) -> TrainConfig:
