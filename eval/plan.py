@@ -5,18 +5,27 @@
     (each fold) -> report
 
 Done means what ``core.layout`` says: a fold's datasets are ready, an adapter is finished, the
-base's build stamp exists. Evaluation and the report always run: records resume on their own.
+base's build stamp exists. Evaluation and the report always run: records resume on their own. A
+finished adapter that this run would train otherwise (another recipe, layers, budget) is refused
+rather than reused: its scores would be reported as this run's.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Protocol
+from pathlib import Path
 
-from core.layout import adapter_finished, adapters_path, unready
+from core.layout import ADAPTER_MANIFEST, adapter_finished, adapters_path, unready
 from core.models import ModelConfig
+from eval.config import LooConfig
 from operators.registry import adapters
 from train.builds import built
+from train.config import TrainingRun, train_config, trained_otherwise
+
+
+class AdapterMismatch(Exception):
+    """A finished adapter that this run would train with other settings."""
 
 
 @dataclass(frozen=True)
@@ -40,32 +49,36 @@ class Plan:
         return [op for f, op in self.untrained if f == fold]
 
 
-class Run(Protocol):
-    """What a plan reads from a run's config (``LooConfig`` and ``SubmitConfig`` both hold it)."""
+def check_trained_as(cfg: TrainingRun, fold: str, op: str, adapter: Path) -> None:
+    """Refuse a finished adapter whose manifest says it was trained otherwise than ``cfg``
+    would train it, naming each field."""
+    manifest = adapter / ADAPTER_MANIFEST
+    recorded = json.loads(manifest.read_text()).get("config", {})
+    if differ := trained_otherwise(recorded, train_config(cfg, fold, op)):
+        said = ", ".join(f"{k}={new} (trained with {old})" for k, (old, new) in differ.items())
+        raise AdapterMismatch(
+            f"{manifest}: config: this run has {said}. Give this run its own adapters_dir, or "
+            f"remove {adapter} to train it again."
+        )
 
-    folds: list[str] | None
-    datasets_dir: str
-    adapters_dir: str
-    model: ModelConfig
-    extract_stages: bool
 
-    def served_adapters(self) -> tuple[str, ...]: ...
-
-
-def steps(cfg: Run, adapters_fold: str | None = None, trains: bool = True) -> Plan:
+def steps(cfg: LooConfig, adapters_fold: str | None = None, trains: bool = True) -> Plan:
     """``adapters_fold``: one fold's adapters serve every fold. ``trains=False``: the adapters
-    are given (``adapters=<dir>``) or not needed, so none is planned."""
+    are given (``adapters=<dir>``) or not needed, so none is planned nor checked. A finished
+    adapter trained otherwise than this run would train it raises ``AdapterMismatch``."""
     folds, ops = list(cfg.folds or []), adapters(cfg.extract_stages)
     adapter_folds = [adapters_fold] if adapters_fold else folds
     served = cfg.served_adapters()
-    untrained = [
-        (fold, op)
-        for fold in adapter_folds
-        for op in ops
-        if trains
-        and op in served
-        and not adapter_finished(adapters_path(cfg.adapters_dir, cfg.model.name, fold, op))
-    ]
+    untrained = []
+    for fold in adapter_folds:
+        for op in ops:
+            if not (trains and op in served):
+                continue
+            adapter = adapters_path(cfg.adapters_dir, cfg.model.name, fold, op)
+            if not adapter_finished(adapter):
+                untrained.append((fold, op))
+            else:
+                check_trained_as(cfg, fold, op, adapter)
     return Plan(
         ops=ops,
         unbuilt=unready(cfg.datasets_dir, [*folds, *(f for f in adapter_folds if f not in folds)], ops),

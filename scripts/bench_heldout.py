@@ -39,7 +39,7 @@ from core.layout import OUTPUTS
 from eval.config import LooConfig
 from eval.loo import PHASES
 from eval.parity import parity as decoding_parity
-from eval.plan import steps
+from eval.plan import AdapterMismatch, steps
 from eval.report import cell
 from train.config import train_config
 from train.cpu import cpu_model, matmul_flags, native_bf16
@@ -100,7 +100,11 @@ def main() -> None:
         sys.exit(
             f"{args.config_name}: the benchmark serves every fold from one fold's adapters (adapters_fold)"
         )
-    plan, configs, logs, py = steps(cfg, cfg.adapters_fold), root / "configs", root / "logs", sys.executable
+    try:
+        plan = steps(cfg, cfg.adapters_fold)
+    except AdapterMismatch as exc:  # a recipe change benchmarked on a root trained otherwise
+        sys.exit(f"{exc}\nA timing needs a new --root.")
+    configs, logs, py = root / "configs", root / "logs", sys.executable
     walls = {}
     if plan.base_missing:
         make = [py, "scripts/make_model.py", cfg.model.name, "--path", str(model_path)]

@@ -22,6 +22,7 @@ from data.problems import DataError
 from eval.config import LooConfig
 from eval.dry_run import describe_loo, loo_plan
 from eval.loo import evaluate
+from eval.plan import AdapterMismatch
 from eval.records import RecordsError
 from eval.report import table
 from operators.backends import BackendError
@@ -38,13 +39,21 @@ def _exit(signum: int, frame: FrameType | None) -> None:
 @hydra.main(version_base="1.3", config_path="../configs", config_name="loo")
 def main(raw: DictConfig) -> None:
     cfg: LooConfig = entry_config(raw)
-    if cfg.dry_run:
-        print(describe_loo(cfg, loo_plan(cfg)))
-        return
     signal.signal(signal.SIGTERM, _exit)
     try:
+        if cfg.dry_run:
+            print(describe_loo(cfg, loo_plan(cfg)))
+            return
         summary = evaluate(cfg, overrides=list(HydraConfig.get().overrides.task))
-    except (BackendError, Busy, DataError, RecordsError, FileNotFoundError, TrackerError) as exc:
+    except (
+        AdapterMismatch,
+        BackendError,
+        Busy,
+        DataError,
+        RecordsError,
+        FileNotFoundError,
+        TrackerError,
+    ) as exc:
         print(exc, file=sys.stderr)
         sys.exit(1)
     print()

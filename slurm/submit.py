@@ -30,7 +30,7 @@ from core.config import shared, write_config
 from core.layout import run_dir
 from data.config import DataConfig
 from eval.config import LooConfig
-from eval.plan import steps
+from eval.plan import AdapterMismatch, steps
 from operators.registry import adapters
 from slurm.config import SubmitConfig
 from train.config import TrainConfig, train_config
@@ -153,7 +153,10 @@ def plan(cfg: SubmitConfig) -> Submission:
         raise SubmitError(f"a job's config would not start: {exc}") from exc
     args = job_args(cfg)
     jobs: list[Job] = []
-    planned = steps(cfg, trains=not cfg.adapters)
+    try:
+        planned = steps(cfg, trains=not cfg.adapters)
+    except AdapterMismatch as exc:
+        raise SubmitError(str(exc)) from exc
     missing = planned.missing(cfg.model)
     prepare: list[tuple[str, int | None]] = []
     if missing and cfg.prepare:

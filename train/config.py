@@ -149,6 +149,55 @@ class TrainConfig(TrainingRun):
             self.model = replace(self.model, lora=lora)
 
 
+TRAINED_WITH = (
+    "model.load_in_4bit",
+    "model.quant_type",
+    "model.double_quant",
+    "model.compute_dtype",
+    "model.lora.r",
+    "model.lora.alpha",
+    "model.lora.dropout",
+    "model.lora.target_modules",
+    "model.lora.layers_to_transform",
+    "op.max_length",
+    "op.epochs",
+    "op.learning_rate",
+    "op.per_device_batch",
+    "op.grad_accum",
+    "max_steps",
+    "seed",
+    "balance_labels",
+    "cpu_bf16",
+    "sft",
+)
+"""The fields that decide what an adapter learns. The others change where it is written, how
+often it is logged, evaluated or saved, or only how fast the same loss is computed
+(``lm_head``, ``packed_attention``)."""
+
+
+def trained_otherwise(recorded: dict[str, Any], wanted: TrainConfig) -> dict[str, tuple[Any, Any]]:
+    """Field -> (trained with, ``wanted``'s) for each of ``TRAINED_WITH`` where an adapter's
+    manifest config (``recorded``) differs from the config this run would train it with. A field
+    the manifest predates is read as its default: what the adapter was trained with then."""
+    defaults = asdict(TrainConfig(op=OpConfig(name=wanted.op.name)))
+    now = asdict(wanted)
+    differ = {}
+    for key in TRAINED_WITH:
+        old = _at(recorded, key, _at(defaults, key, None))
+        if old != (new := _at(now, key, None)):
+            differ[key] = (old, new)
+    return differ
+
+
+def _at(tree: dict[str, Any], key: str, otherwise: Any) -> Any:
+    """The value at a dotted ``key`` of nested dicts, or ``otherwise`` when a part is missing."""
+    for part in key.split("."):
+        if not isinstance(tree, dict) or part not in tree:
+            return otherwise
+        tree = tree[part]
+    return tree
+
+
 def train_config(run: TrainingRun, fold: str, adapter: str, **settings: Any) -> TrainConfig:
     """One adapter's training config from a run's: every field the run shares with train.py,
     copied as typed values, the adapter and fold set, and ``settings`` on top (e.g. ``prepare``)."""

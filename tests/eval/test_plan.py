@@ -1,0 +1,69 @@
+"""The plan's reuse of finished adapters: only those this run would have trained the same way."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from core.config import compose_config
+from eval.plan import AdapterMismatch, steps
+from train.config import train_config, trained_otherwise
+
+FOLD = "patch-guardrails"
+
+
+@pytest.fixture
+def settings(trained_adapters: Path, tiny_model: Path, small_datasets: Path) -> list[str]:
+    """A run whose adapters are the fixture's, trained with the fixture's settings."""
+    return [
+        "max_steps=3",  # the fixture's QUICK_TRAIN on the CPU recipe tiny-demo composes
+        f"folds=[{FOLD}]",
+        f"adapters_fold={FOLD}",
+        f"model.path={tiny_model}",
+        f"datasets_dir={small_datasets}",
+        f"adapters_dir={trained_adapters.parents[1]}",
+    ]
+
+
+def test_finished_adapters_trained_alike_are_reused(settings: list[str]) -> None:
+    assert steps(compose_config("tiny-demo", settings), FOLD).untrained == []
+    speed_only = ["packed_attention=segments", "lm_head=all", "eval_steps=7", "save_total_limit=1"]
+    assert steps(compose_config("tiny-demo", [*settings, *speed_only]), FOLD).untrained == []
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ("model.lora.layers_to_transform=[1]", "model.lora.layers_to_transform=[1] (trained with None)"),
+        ("max_steps=4", "max_steps=4 (trained with 3)"),
+        ("op.learning_rate=0.5", "op.learning_rate=0.5 (trained with "),
+        ("seed=1", "seed=1 (trained with 0)"),
+    ],
+)
+def test_a_finished_adapter_trained_otherwise_is_refused_and_named(
+    settings: list[str], trained_adapters: Path, change: str, said: str
+) -> None:
+    """A recipe change on an adapters_dir trained before it once reported the old adapters'
+    scores as the new recipe's."""
+    manifests = {p: p.read_bytes() for p in trained_adapters.glob("*/manifest.json")}
+    with pytest.raises(AdapterMismatch, match=re.escape(said)) as refused:
+        steps(compose_config("tiny-demo", [*settings, change]), FOLD)
+    assert "manifest.json: config: this run has" in str(refused.value)
+    assert "its own adapters_dir" in str(refused.value)
+    assert {p: p.read_bytes() for p in manifests} == manifests  # nothing touched
+    # Adapters given to score (adapters=<dir>) are not the run's to train, so not checked.
+    assert steps(compose_config("tiny-demo", [*settings, change]), FOLD, trains=False).untrained == []
+
+
+def test_a_field_the_manifest_predates_reads_as_its_default(
+    settings: list[str], trained_adapters: Path
+) -> None:
+    recorded = json.loads((trained_adapters / "compare" / "manifest.json").read_text())["config"]
+    del recorded["model"]["lora"]["layers_to_transform"], recorded["balance_labels"]
+    wanted = train_config(compose_config("tiny-demo", settings), FOLD, "compare")
+    assert trained_otherwise(recorded, wanted) == {}
+    wanted.model.lora.layers_to_transform = [0]
+    assert trained_otherwise(recorded, wanted) == {"model.lora.layers_to_transform": (None, [0])}
