@@ -84,9 +84,6 @@ def main() -> None:
     args = parser.parse_args()
     root = args.root.resolve()
     (root / "logs").mkdir(parents=True, exist_ok=True)
-    peaks = {"float32": matmul_peak("float32")}  # measured first, with the machine to itself
-    if native_bf16():
-        peaks["bf16"] = matmul_peak("bfloat16")
     model_path = root / "models" / compose_config(args.config_name, args.overrides).model.name
     where = [
         *args.overrides,
@@ -104,6 +101,9 @@ def main() -> None:
         plan = steps(cfg, cfg.adapters_fold)
     except AdapterMismatch as exc:  # a recipe change benchmarked on a root trained otherwise
         sys.exit(f"{exc}\nA timing needs a new --root.")
+    peaks = {"float32": matmul_peak("float32")}  # before any step, with the machine to itself
+    if native_bf16():
+        peaks["bf16"] = matmul_peak("bfloat16")
     configs, logs, py = root / "configs", root / "logs", sys.executable
     walls = {}
     if plan.base_missing:
