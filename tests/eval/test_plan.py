@@ -21,7 +21,7 @@ def settings(trained_adapters: Path, tiny_model: Path, small_datasets: Path) -> 
     return [
         "max_steps=3",  # the fixture's QUICK_TRAIN on the CPU recipe tiny-demo composes
         f"folds=[{FOLD}]",
-        f"adapters_fold={FOLD}",
+        "adapters_fold=null",  # each fold its own adapters
         f"model.path={tiny_model}",
         f"datasets_dir={small_datasets}",
         f"adapters_dir={trained_adapters.parents[1]}",
@@ -29,9 +29,9 @@ def settings(trained_adapters: Path, tiny_model: Path, small_datasets: Path) -> 
 
 
 def test_finished_adapters_trained_alike_are_reused(settings: list[str]) -> None:
-    assert steps(compose_config("tiny-demo", settings), FOLD).untrained == []
+    assert steps(compose_config("tiny-demo", settings)).untrained == []
     speed_only = ["packed_attention=segments", "lm_head=all", "eval_steps=7", "save_total_limit=1"]
-    assert steps(compose_config("tiny-demo", [*settings, *speed_only]), FOLD).untrained == []
+    assert steps(compose_config("tiny-demo", [*settings, *speed_only])).untrained == []
 
 
 @pytest.mark.parametrize(
@@ -50,12 +50,12 @@ def test_a_finished_adapter_trained_otherwise_is_refused_and_named(
     scores as the new recipe's."""
     manifests = {p: p.read_bytes() for p in trained_adapters.glob("*/manifest.json")}
     with pytest.raises(AdapterMismatch, match=re.escape(said)) as refused:
-        steps(compose_config("tiny-demo", [*settings, change]), FOLD)
+        steps(compose_config("tiny-demo", [*settings, change]))
     assert "manifest.json: config: this run has" in str(refused.value)
     assert "its own adapters_dir" in str(refused.value)
     assert {p: p.read_bytes() for p in manifests} == manifests  # nothing touched
     # Adapters given to score (adapters=<dir>) are not the run's to train, so not checked.
-    assert steps(compose_config("tiny-demo", [*settings, change]), FOLD, trains=False).untrained == []
+    assert steps(compose_config("tiny-demo", [*settings, change]), trains=False).untrained == []
 
 
 def test_a_field_the_manifest_predates_reads_as_its_default(
