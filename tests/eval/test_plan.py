@@ -46,8 +46,8 @@ def test_finished_adapters_trained_alike_are_reused(settings: list[str]) -> None
 def test_a_finished_adapter_trained_otherwise_is_refused_and_named(
     settings: list[str], trained_adapters: Path, change: str, said: str
 ) -> None:
-    """A recipe change on an adapters_dir trained before it once reported the old adapters'
-    scores as the new recipe's."""
+    """Before this check, a recipe change on an adapters_dir trained before it would have
+    scored the old adapters as the new recipe's."""
     manifests = {p: p.read_bytes() for p in trained_adapters.glob("*/manifest.json")}
     with pytest.raises(AdapterMismatch, match=re.escape(said)) as refused:
         steps(compose_config("tiny-demo", [*settings, change]))
