@@ -22,7 +22,8 @@ their share of this machine's matmul peak (``train/throughput.py``; the tokens t
 which under ``packed_attention=shared_prefix`` leave out the prompt start a row's examples
 share), the pooled held-out figures and the parity, and writes them to ``<root>/heldout.json``.
 A rerun resumes what is finished and runs only what is left, so its times are those of what was
-left: give a new ``--root`` for a timing.
+left: give a new ``--root`` for a timing. A rerun with other overrides stops before any step if a
+finished adapter was trained otherwise (``eval/plan.py``).
 """
 
 from __future__ import annotations
