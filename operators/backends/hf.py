@@ -11,9 +11,11 @@ completion.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -108,7 +110,11 @@ def packs(lengths: Sequence[int], tokens: int) -> list[range]:
 
 
 def read_continuations(
-    model: Any, rows: list[list[int]], starts: list[int], tokens: int = PROBE_TOKENS
+    model: Any,
+    rows: list[list[int]],
+    starts: list[int],
+    tokens: int = PROBE_TOKENS,
+    stems: Sequence[tuple[int, Layers] | None] | None = None,
 ) -> list[float]:
     """Each row's log-probability of its tokens from ``starts`` on, teacher-forced.
 
@@ -116,16 +122,20 @@ def read_continuations(
     packed into one sequence of at most ``tokens`` tokens, each at the positions it has in its
     own row and attending to the prefix and its own earlier tokens only (a 4-D mask): no
     padding, no copy of the prefix's key/value cache, one forward pass where batches of padded
-    rows took one each. The cache is cut back to the prefix after every pass.
+    rows took one each. The cache is cut back to the prefix after every pass. ``stems`` holds,
+    per row, the cache of its first tokens where one is kept (``StemCache``): a prefix that
+    reaches past it runs on from there.
     """
     import torch
+    from transformers import DynamicCache
 
     out = [0.0] * len(rows)
     device = model.device
     with torch.inference_mode():
         for shared, members in shared_prefixes(rows, starts):
-            prefix = torch.tensor([rows[members[0]][:shared]], device=device)
-            cache = model(input_ids=prefix, use_cache=True).past_key_values
+            stem = stems[members[0]] if stems else None
+            start = stem[1] if stem and stem[0] <= shared else None
+            cache = DynamicCache(ddp_cache_data=run_prefix(model, rows[members[0]][:shared], start))
             for run in packs([len(rows[i]) - shared for i in members], tokens):
                 chunk = [members[k] for k in run]
                 tails = [rows[i][shared:] for i in chunk]
@@ -175,6 +185,91 @@ def favour_processor(
     return Favour()
 
 
+Layers = list[tuple[Any, Any]]
+"""A prompt start's key/value cache: per decoder layer, its keys and values, [1, heads, tokens, dim]."""
+
+
+def run_prefix(model: Any, tokens: Sequence[int], start: Layers | None = None) -> Layers:
+    """The key/value cache of ``tokens``, continuing ``start``, the cache of their first tokens."""
+    import torch
+    from transformers import DynamicCache
+
+    done = start[0][0].shape[2] if start else 0
+    cache = DynamicCache(ddp_cache_data=start) if start else DynamicCache()
+    with torch.inference_mode():
+        model(
+            input_ids=torch.tensor([tokens[done:]], device=model.device),
+            past_key_values=cache,
+            use_cache=True,
+        )
+    return [(layer.keys, layer.values) for layer in cache.layers]
+
+
+STEM_BYTES = 2 << 30
+"""What ``StemCache`` keeps at most: about 60 stems of SmolLM2's extraction prompts (32 MB each)."""
+
+
+class StemCache:
+    """The key/value caches of prompt stems, by adapter and tokens; least recently used out first.
+
+    The two-stage extractor asks about one note in separate calls (stage 1, each stage-2 fill,
+    and again in every extraction variant), and their prompts are the same up to the task, the
+    last paragraph (``operators.prompts.with_task``); a direct extraction prompt is stage 1's up
+    to that paragraph too. Each stem, the catalog and the note, runs once per note and adapter
+    instead of once per call.
+    """
+
+    def __init__(self, budget: int = STEM_BYTES) -> None:
+        self.budget = budget
+        self._kept: OrderedDict[tuple[str, tuple[int, ...]], tuple[Layers, int]] = OrderedDict()
+        self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def get(self, adapter: str, tokens: Sequence[int]) -> Layers | None:
+        key = (adapter, tuple(tokens))
+        if key not in self._kept:
+            return None
+        self._kept.move_to_end(key)
+        return self._kept[key][0]
+
+    def put(self, adapter: str, tokens: Sequence[int], layers: Layers) -> Layers:
+        size = sum(t.numel() * t.element_size() for pair in layers for t in pair)
+        self._kept[(adapter, tuple(tokens))] = (layers, size)
+        self._bytes += size
+        while self._bytes > self.budget and len(self._kept) > 1:
+            self._bytes -= self._kept.popitem(last=False)[1][1]
+        return layers
+
+    def start(
+        self,
+        model: Any,
+        adapter: str,
+        row: list[int],
+        ends: list[int],
+        base: Callable[[], tuple[int, Layers | None]],
+    ) -> tuple[int, Layers]:
+        """The cache of ``row`` up to its longest stem (``ends``, shortest first), run on from the
+        longest one kept, or else from ``base()`` (a shorter start of the row), keeping each."""
+        kept = next(((n, layers) for n in reversed(ends) if (layers := self.get(adapter, row[:n]))), None)
+        done, layers = kept or base()
+        for n in ends:
+            if n > done:
+                layers = self.put(adapter, row[:n], run_prefix(model, row[:n], layers))
+        return ends[-1], layers
+
+
+def stem_ends(tokenizer: Any, text: str, row: Sequence[int]) -> list[int]:
+    """Where the stems of a prompt ``text`` end, in tokens of ``row``, shortest first: before the
+    last paragraph of its last message (the task of a two-stage step) and at that message's end
+    (a direct extraction prompt's end, which is stage 1's stem). Each leaves a token to run."""
+    end = text.rfind(IM_END)
+    cuts = [c for c in (text.rfind("\n\n", 0, end), end) if c > 0]
+    tokens = [tokenizer(text[:c], add_special_tokens=False)["input_ids"] for c in cuts]
+    return sorted({min(common_prefix(row, t), len(row) - 1) for t in tokens} - {0})
+
+
 def generate(
     model: Any,
     tokenizer: Any,
@@ -182,6 +277,8 @@ def generate(
     max_tokens: int,
     grammars: list[Any] | None = None,
     favours: list[tuple[str | None, float]] | None = None,
+    stems: StemCache | None = None,
+    adapter: str = BASE,
 ) -> tuple[list[str], list[int]]:
     """Greedy completions and their token counts for a batch of chats.
 
@@ -190,22 +287,50 @@ def generate(
 
     The rows' common token prefix (the system prompt, and for extraction the catalog too: 289
     to 353 tokens of select prompts averaging 573 to 872, per held-out trajectory) is run once
-    and its key/value cache handed to every row. Each row is laid out
-    as that prefix, then its padding, then the rest of its prompt; positions come from the
-    attention mask, so every token sits where it sits in its own unpadded prompt.
+    and its key/value cache handed to every row. With ``stems``, a row whose stems
+    (``stem_ends``) reach past that prefix starts from the longest one's cache instead, kept
+    under ``adapter`` for the next call that shares it (``StemCache``). Each row is laid out as its
+    start, then padding, then the rest of its prompt; positions come from the attention mask,
+    so every token sits where it sits in its own unpadded prompt.
     """
     import torch
     import xgrammar as xgr
+    from transformers import DynamicCache
 
-    rows = [tokenizer(prompt_text(tokenizer, p), add_special_tokens=False)["input_ids"] for p in prompts]
-    shared = min(min(common_prefix(rows[0], row) for row in rows), min(map(len, rows)) - 1)
-    width = max(map(len, rows)) - shared
-    ids = torch.full((len(rows), shared + width), tokenizer.pad_token_id, dtype=torch.long)
+    texts = [prompt_text(tokenizer, p) for p in prompts]
+    rows = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
+    shared = (
+        min(min(common_prefix(rows[0], row) for row in rows), min(map(len, rows)) - 1) if len(rows) > 1 else 0
+    )
+
+    @functools.cache
+    def common() -> Layers | None:
+        return run_prefix(model, rows[0][:shared]) if shared else None
+
+    starts: list[tuple[int, Layers | None]] = []
+    for text, row in zip(texts, rows, strict=True):
+        ends = [n for n in stem_ends(tokenizer, text, row) if n > shared] if stems is not None else []
+        starts.append(
+            stems.start(model, adapter, row, ends, lambda: (shared, common())) if ends else (shared, common())
+        )
+    begun = max(n for n, _ in starts)
+    width = max(len(row) - n for row, (n, _) in zip(rows, starts, strict=True))
+    ids = torch.full((len(rows), begun + width), tokenizer.pad_token_id, dtype=torch.long)
     mask = torch.zeros_like(ids)
-    for r, row in enumerate(rows):
-        rest = shared + width - (len(row) - shared)  # where the row's own tokens begin
-        ids[r, :shared], ids[r, rest:] = torch.tensor(row[:shared]), torch.tensor(row[shared:])
-        mask[r, :shared] = mask[r, rest:] = 1
+    for r, (row, (n, _)) in enumerate(zip(rows, starts, strict=True)):
+        rest = begun + width - (len(row) - n)  # where the row's own tokens begin
+        ids[r, :n], ids[r, rest:] = torch.tensor(row[:n]), torch.tensor(row[n:])
+        mask[r, :n] = mask[r, rest:] = 1
+    cache = None
+    if begun:
+        layers = []
+        for k, (keys, _) in enumerate(next(layers for _, layers in starts if layers)):
+            batched = [keys.new_zeros(len(rows), keys.shape[1], begun, keys.shape[3]) for _ in range(2)]
+            for r, (n, start) in enumerate(starts):
+                if start:
+                    batched[0][r, :, :n], batched[1][r, :, :n] = start[k][0][0], start[k][1][0]
+            layers.append((batched[0], batched[1]))
+        cache = DynamicCache(ddp_cache_data=layers)
     processors = []
     if favours and any(text for text, _ in favours):
         processors.append(favour_processor(tokenizer, favours, model.config.vocab_size))
@@ -215,10 +340,6 @@ def generate(
         processors.append(xgr.contrib.hf.LogitsProcessor(grammars))
     eos = tokenizer.convert_tokens_to_ids(IM_END)
     with torch.inference_mode():
-        cache = None
-        if len(rows) > 1 and shared:
-            cache = model(input_ids=ids[:1, :shared].to(model.device), use_cache=True).past_key_values
-            cache.batch_repeat_interleave(len(rows))
         out = model.generate(
             input_ids=ids.to(model.device),
             attention_mask=mask.to(model.device),
@@ -251,6 +372,8 @@ class HFBackend:
             name.removeprefix(PREFIX) for name in getattr(model, "peft_config", {}) or ()
         )
         self.compile = SchemaCompiler(tokenizer, model.config.vocab_size)
+        self.stems: StemCache | None = StemCache()
+        """Kept stems of prompts (``StemCache``); None keeps none."""
 
     @classmethod
     def load(cls, model_cfg: Any, adapters: Mapping[str, str | Path], batch_size: int = 8) -> HFBackend:
@@ -297,7 +420,7 @@ class HFBackend:
             groups.setdefault((r.adapter, r.json_schema is not None, r.max_tokens), []).append(i)
         for (adapter, _, max_tokens), idx in groups.items():
             with self._running(adapter):
-                self._generate(requests, idx, max_tokens, out)
+                self._generate(requests, idx, adapter, max_tokens, out)
         return [c for c in out if c is not None]
 
     def probe(self, probes: Sequence[Probe]) -> list[Odds]:
@@ -311,6 +434,7 @@ class HFBackend:
             rows: list[list[int]] = []
             starts: list[int] = []
             owners: list[int] = []
+            stems: list[tuple[str, list[int], int]] = []  # per owner: its prompt, first row, rows
             for i in idx:
                 text = prompt_text(self.tokenizer, probes[i].messages)
                 begun = [
@@ -328,15 +452,23 @@ class HFBackend:
                 rows += begun
                 starts += [part] * len(begun)
                 owners.append(i)
+                stems.append((text, begun[0], len(begun)))
             if not owners:
                 continue
             began = time.perf_counter()
             with self._running(adapter):
-                logprobs = iter(read_continuations(self.model, rows, starts))
+                kept = [self._stem(adapter, text, row) for text, row, _ in stems]
+                per_row = [stem for stem, (_, _, n) in zip(kept, stems, strict=True) for _ in range(n)]
+                logprobs = iter(read_continuations(self.model, rows, starts, stems=per_row))
             share = (time.perf_counter() - began) / len(owners)
             for i in owners:
                 out[i] = Odds(renormalized([next(logprobs) for _ in probes[i].options]), share)
         return [o for o in out if o is not None]
+
+    def _stem(self, adapter: str, text: str, row: list[int]) -> tuple[int, Layers] | None:
+        """The longest stem of a prompt ``text`` (tokens ``row``) and its cache under ``adapter``."""
+        ends = stem_ends(self.tokenizer, text, row) if self.stems is not None else []
+        return self.stems.start(self.model, adapter, row, ends, lambda: (0, None)) if ends else None
 
     def _check(self, adapter: str) -> None:
         if self.adapters and adapter not in (*self.adapters, BASE):
@@ -352,7 +484,12 @@ class HFBackend:
         return contextlib.nullcontext()
 
     def _generate(
-        self, requests: Sequence[Request], idx: list[int], max_tokens: int, out: list[Completion | None]
+        self,
+        requests: Sequence[Request],
+        idx: list[int],
+        adapter: str,
+        max_tokens: int,
+        out: list[Completion | None],
     ) -> None:
         """Greedy batches of the requests at ``idx``, shortest prompts first, into ``out``."""
         idx.sort(key=lambda i: len(prompt_text(self.tokenizer, requests[i].messages)))
@@ -367,6 +504,8 @@ class HFBackend:
                 max_tokens,
                 grammars,
                 [(r.favour, r.favour_bias) for r in chunk],
+                self.stems,
+                adapter,
             )
             share = (time.perf_counter() - began) / len(chunk)
             for i, text, n in zip(idx[start : start + self.batch_size], texts, counts, strict=True):

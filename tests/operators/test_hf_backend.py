@@ -10,9 +10,9 @@ import pytest
 from core.models import ModelConfig
 from data.replay import load_trajectory
 from operators.backends import BASE, BackendError, Request
-from operators.backends.hf import HFBackend, prompt_text
+from operators.backends.hf import HFBackend, StemCache, prompt_text, stem_ends
 from operators.learned import LearnedOperators
-from operators.prompts import select_messages
+from operators.prompts import extract_messages, fill_messages, select_messages
 from operators.registry import OPS
 from operators.schemas import CompareOutput, ExtractOutput, Selection, json_schema
 from tests.conftest import shipped
@@ -87,6 +87,47 @@ def test_a_batch_decodes_each_prompt_as_it_decodes_alone(bare: HFBackend, tiny_m
     requests = [Request(BASE, select_messages(n, c), None, 16) for n, c in sourced]
     assert len({len(prompt_text(bare.tokenizer, r.messages)) for r in requests}) > 1
     assert [c.text for c in bare.complete(requests)] == [c.text for c in alone.complete(requests)]
+
+
+def test_the_calls_about_one_note_run_its_stem_once_and_decode_as_without(tiny_model: Path, notes) -> None:
+    """A direct extraction, stage 1 and each stage-2 fill of a note are separate calls whose
+    prompts are the same up to the task, the last paragraph of the later ones. Each later call
+    finds that stem (catalog and note) kept by an earlier one and runs on from it, a single
+    request too, and decodes what it decodes with no stem kept."""
+    _, sourced = notes
+    kept = HFBackend.load(tiny_config(tiny_model), {})
+    plain = HFBackend.load(tiny_config(tiny_model), {})
+    plain.stems = None
+    first = sourced[1][1].pairs()[2]
+    steps = [
+        [Request(BASE, extract_messages(n, c), None, 16) for n, c in sourced[:3]],
+        [Request(BASE, select_messages(n, c), None, 16) for n, c in sourced[:3]],
+        [Request(BASE, fill_messages(n, c, p), None, 16) for n, c in sourced[:3] for p in c.pairs()[:2]],
+        [Request(BASE, fill_messages(*sourced[1], first), None, 16)],
+    ]
+    for k, requests in enumerate(steps):
+        for r in requests:
+            text = prompt_text(kept.tokenizer, r.messages)
+            row = kept.tokenizer(text, add_special_tokens=False)["input_ids"]
+            task = stem_ends(kept.tokenizer, text, row)[0]  # the stem before the last paragraph
+            assert (kept.stems.get(BASE, row[:task]) is not None) == (k > 0)
+        assert [c.text for c in kept.complete(requests)] == [c.text for c in plain.complete(requests)]
+
+
+def test_a_stem_cache_drops_the_least_recently_used_past_its_budget() -> None:
+    import torch
+
+    def layers(tokens: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return [(torch.zeros(1, 1, tokens, 4), torch.zeros(1, 1, tokens, 4))]  # 32 bytes a token
+
+    stems = StemCache(budget=32 * 10)
+    stems.put("a", [1], layers(4))
+    stems.put("b", [1], layers(4))
+    assert stems.get("a", [1]) is not None  # "b" is now the least recently used
+    stems.put("a", [2], layers(4))
+    assert stems.get("b", [1]) is None and stems.get("a", [1]) and stems.get("a", [2])
+    stems.put("a", [3], layers(20))  # over the budget alone: kept, and every other stem dropped
+    assert len(stems) == 1 and stems.get("a", [3])
 
 
 def test_constrained_decoding_matches_the_schema(bare: HFBackend, notes) -> None:

@@ -111,11 +111,15 @@ def test_the_catalog_is_read_back_from_a_prompt(episode) -> None:
     assert catalog_pairs(extract_messages(note, episode.catalog)) == episode.catalog.pairs()
 
 
-@pytest.fixture(scope="module")
-def unquantized(tiny_model: Path) -> HFBackend:
+def float32(tiny_model: Path) -> HFBackend:
     """The same base in float32: NF4 matmuls of other shapes can round an activation the other
     way (one option in 18 moved by 4e-3 when packed), which says nothing of the packing."""
     return HFBackend.load(replace(model_config("tiny"), path=str(tiny_model), load_in_4bit=False), {})
+
+
+@pytest.fixture(scope="module")
+def unquantized(tiny_model: Path) -> HFBackend:
+    return float32(tiny_model)
 
 
 def test_a_shared_prefix_reads_what_a_full_forward_pass_reads(unquantized: HFBackend, episode) -> None:
@@ -149,6 +153,22 @@ def test_a_shared_prefix_reads_what_a_full_forward_pass_reads(unquantized: HFBac
             assert got == pytest.approx(want, abs=1e-4)
     odds = unquantized.probe([Probe("base", select_messages(n, episode.catalog), options) for n in notes])
     assert all(sum(o.probs) == pytest.approx(1.0) for o in odds)
+
+
+def test_a_probe_runs_on_from_the_stem_stage_1_kept(tiny_model: Path, episode) -> None:
+    """A scoring selection probes the stage-1 prompt that a generated selection of the same note
+    already ran: the probe runs on from the stem that call kept (catalog and note), adds none
+    of its own, and reads what a probe with no stem kept reads."""
+    notes = [(s.note(), episode.catalog) for s in episode.sessions[:2]]
+    kept, plain = float32(tiny_model), float32(tiny_model)
+    plain.stems = None
+    LearnedOperators(kept, adapters=False).select(notes)
+    stems = len(kept.stems)
+    options = selection_answers(episode.catalog.pairs())
+    probes = [Probe("base", select_messages(n, c), options) for n, c in notes]
+    for got, want in zip(kept.probe(probes), plain.probe(probes), strict=True):
+        assert got.probs == pytest.approx(want.probs, abs=1e-5)
+    assert len(kept.stems) == stems > 0
 
 
 def test_packs_are_runs_within_the_budget() -> None:
