@@ -205,6 +205,11 @@ def run_prefix(model: Any, tokens: Sequence[int], start: Layers | None = None) -
     return [(layer.keys, layer.values) for layer in cache.layers]
 
 
+STEM_TOKENS = 320
+"""The shortest stem kept. Each costs a forward pass of its own, which only a later call that
+shares it pays back: SmolLM2's extraction stems (catalog and note) are 334 tokens and longer;
+its compare and update prompts are 267 and shorter whole, and with their stems kept those calls,
+never asked twice, ran a third slower (README, issue 26)."""
 STEM_BYTES = 2 << 30
 """What ``StemCache`` keeps at most: about 60 stems of SmolLM2's extraction prompts (32 MB each)."""
 
@@ -309,7 +314,11 @@ def generate(
 
     starts: list[tuple[int, Layers | None]] = []
     for text, row in zip(texts, rows, strict=True):
-        ends = [n for n in stem_ends(tokenizer, text, row) if n > shared] if stems is not None else []
+        ends = (
+            [n for n in stem_ends(tokenizer, text, row) if n > shared and n >= STEM_TOKENS]
+            if stems is not None
+            else []
+        )
         starts.append(
             stems.start(model, adapter, row, ends, lambda: (shared, common())) if ends else (shared, common())
         )
@@ -466,9 +475,11 @@ class HFBackend:
         return [o for o in out if o is not None]
 
     def _stem(self, adapter: str, text: str, row: list[int]) -> tuple[int, Layers] | None:
-        """The longest stem of a prompt ``text`` (tokens ``row``) and its cache under ``adapter``."""
+        """The longest stem of a prompt ``text`` (tokens ``row``) kept under ``adapter``, if any.
+        A probe keeps none of its own: the threshold's calibration probes notes that no other
+        call asks about, and their stems, run apart, made it a quarter slower."""
         ends = stem_ends(self.tokenizer, text, row) if self.stems is not None else []
-        return self.stems.start(self.model, adapter, row, ends, lambda: (0, None)) if ends else None
+        return next(((n, kept) for n in reversed(ends) if (kept := self.stems.get(adapter, row[:n]))), None)
 
     def _check(self, adapter: str) -> None:
         if self.adapters and adapter not in (*self.adapters, BASE):
