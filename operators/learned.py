@@ -46,6 +46,9 @@ words the note uses most (``overlap_scores``), filled as ``two-stage-trained`` d
 learned selection has to clear."""
 STAGED_MODES: tuple[ExtractMode, ...] = ("two-stage-trained", "two-stage-scored", "two-stage-overlap")
 """The modes that run on the ``extract-stages`` adapter."""
+NOTE_STEPS = frozenset({EXTRACT.name, "select", "fill"})
+"""The calls about one note: their prompts are the same up to the task (``with_task``), and
+each note is asked in several (``Request.stem``)."""
 OPT_IN_MODES: tuple[ExtractMode, ...] = ("two-stage-overlap",)
 """The modes a run scores only when ``extract_modes`` names them: ``two-stage-overlap`` selects
 with no model, and the symbolic oracle has no fill to give for a pair its note does not state."""
@@ -199,7 +202,15 @@ class LearnedOperators:
             return []
         favours = favours or [None] * len(asks)
         requests = [
-            Request(a if self.adapters else BASE, m, schema, n, text, self.favour_note if text else 0.0)
+            Request(
+                a if self.adapters else BASE,
+                m,
+                schema,
+                n,
+                text,
+                self.favour_note if text else 0.0,
+                stem=step in NOTE_STEPS,
+            )
             for (a, m, _, schema, n), text in zip(asks, favours, strict=True)
         ]
         keys = [json.dumps(astuple(r), sort_keys=True) for r in requests]

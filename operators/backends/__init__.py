@@ -30,6 +30,9 @@ class Request:
     """A text whose tokens get ``favour_bias`` added to their logits at every step: decoding that
     leans toward copying it (a study of values worded as the note words them)."""
     favour_bias: float = 0.0
+    stem: bool = False
+    """Other calls will ask about the same note (the extraction steps): the hf backend keeps this
+    prompt's stems for them (``hf.StemCache``). vLLM's prefix cache needs no hint."""
 
 
 @dataclass(frozen=True)

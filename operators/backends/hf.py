@@ -205,11 +205,6 @@ def run_prefix(model: Any, tokens: Sequence[int], start: Layers | None = None) -
     return [(layer.keys, layer.values) for layer in cache.layers]
 
 
-STEM_TOKENS = 320
-"""The shortest stem kept. Each costs a forward pass of its own, which only a later call that
-shares it pays back: SmolLM2's extraction stems (catalog and note) are 334 tokens and longer;
-its compare and update prompts are 267 and shorter whole, and with their stems kept those calls,
-never asked twice, ran a third slower (README, issue 26)."""
 STEM_BYTES = 2 << 30
 """What ``StemCache`` keeps at most: about 60 stems of SmolLM2's extraction prompts (32 MB each)."""
 
@@ -314,11 +309,7 @@ def generate(
 
     starts: list[tuple[int, Layers | None]] = []
     for text, row in zip(texts, rows, strict=True):
-        ends = (
-            [n for n in stem_ends(tokenizer, text, row) if n > shared and n >= STEM_TOKENS]
-            if stems is not None
-            else []
-        )
+        ends = [n for n in stem_ends(tokenizer, text, row) if n > shared] if stems is not None else []
         starts.append(
             stems.start(model, adapter, row, ends, lambda: (shared, common())) if ends else (shared, common())
         )
@@ -426,10 +417,10 @@ class HFBackend:
             if reason := self.too_long(r):
                 out[i] = Completion("", 0.0, 0, refused=reason)
                 continue
-            groups.setdefault((r.adapter, r.json_schema is not None, r.max_tokens), []).append(i)
-        for (adapter, _, max_tokens), idx in groups.items():
+            groups.setdefault((r.adapter, r.json_schema is not None, r.max_tokens, r.stem), []).append(i)
+        for (adapter, _, max_tokens, stem), idx in groups.items():
             with self._running(adapter):
-                self._generate(requests, idx, adapter, max_tokens, out)
+                self._generate(requests, idx, adapter, max_tokens, out, self.stems if stem else None)
         return [c for c in out if c is not None]
 
     def probe(self, probes: Sequence[Probe]) -> list[Odds]:
@@ -501,6 +492,7 @@ class HFBackend:
         adapter: str,
         max_tokens: int,
         out: list[Completion | None],
+        stems: StemCache | None,
     ) -> None:
         """Greedy batches of the requests at ``idx``, shortest prompts first, into ``out``."""
         idx.sort(key=lambda i: len(prompt_text(self.tokenizer, requests[i].messages)))
@@ -515,7 +507,7 @@ class HFBackend:
                 max_tokens,
                 grammars,
                 [(r.favour, r.favour_bias) for r in chunk],
-                self.stems,
+                stems,
                 adapter,
             )
             share = (time.perf_counter() - began) / len(chunk)

@@ -93,17 +93,22 @@ def test_the_calls_about_one_note_run_its_stem_once_and_decode_as_without(tiny_m
     """A direct extraction, stage 1 and each stage-2 fill of a note are separate calls whose
     prompts are the same up to the task, the last paragraph of the later ones. Each later call
     finds that stem (catalog and note) kept by an earlier one and runs on from it, a single
-    request too, and decodes what it decodes with no stem kept."""
+    request too, and decodes what it decodes with no stem kept. A request that does not ask for
+    its stems to be kept (``Request.stem``: a compare or update call) keeps none."""
     _, sourced = notes
     kept = HFBackend.load(tiny_config(tiny_model), {})
     plain = HFBackend.load(tiny_config(tiny_model), {})
     plain.stems = None
     first = sourced[1][1].pairs()[2]
     steps = [
-        [Request(BASE, extract_messages(n, c), None, 16) for n, c in sourced[:3]],
-        [Request(BASE, select_messages(n, c), None, 16) for n, c in sourced[:3]],
-        [Request(BASE, fill_messages(n, c, p), None, 16) for n, c in sourced[:3] for p in c.pairs()[:2]],
-        [Request(BASE, fill_messages(*sourced[1], first), None, 16)],
+        [Request(BASE, extract_messages(n, c), None, 16, stem=True) for n, c in sourced[:3]],
+        [Request(BASE, select_messages(n, c), None, 16, stem=True) for n, c in sourced[:3]],
+        [
+            Request(BASE, fill_messages(n, c, p), None, 16, stem=True)
+            for n, c in sourced[:3]
+            for p in c.pairs()[:2]
+        ],
+        [Request(BASE, fill_messages(*sourced[1], first), None, 16, stem=True)],
     ]
     for k, requests in enumerate(steps):
         for r in requests:
@@ -112,6 +117,9 @@ def test_the_calls_about_one_note_run_its_stem_once_and_decode_as_without(tiny_m
             task = stem_ends(kept.tokenizer, text, row)[0]  # the stem before the last paragraph
             assert (kept.stems.get(BASE, row[:task]) is not None) == (k > 0)
         assert [c.text for c in kept.complete(requests)] == [c.text for c in plain.complete(requests)]
+    stems = len(kept.stems)
+    kept.complete([Request(BASE, select_messages(*sourced[4]), None, 16)])
+    assert len(kept.stems) == stems
 
 
 def test_a_stem_cache_drops_the_least_recently_used_past_its_budget() -> None:
