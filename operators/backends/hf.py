@@ -324,7 +324,7 @@ def generate(
     cache = None
     if begun:
         layers = []
-        for k, (keys, _) in enumerate(next(layers for _, layers in starts if layers)):
+        for k, (keys, _) in enumerate(next(start for _, start in starts if start)):
             batched = [keys.new_zeros(len(rows), keys.shape[1], begun, keys.shape[3]) for _ in range(2)]
             for r, (n, start) in enumerate(starts):
                 if start:
@@ -434,7 +434,7 @@ class HFBackend:
             rows: list[list[int]] = []
             starts: list[int] = []
             owners: list[int] = []
-            stems: list[tuple[str, list[int], int]] = []  # per owner: its prompt, first row, rows
+            prompts: list[tuple[str, list[int], int]] = []  # per owner: its prompt, first row, rows
             for i in idx:
                 text = prompt_text(self.tokenizer, probes[i].messages)
                 begun = [
@@ -452,13 +452,13 @@ class HFBackend:
                 rows += begun
                 starts += [part] * len(begun)
                 owners.append(i)
-                stems.append((text, begun[0], len(begun)))
+                prompts.append((text, begun[0], len(begun)))
             if not owners:
                 continue
             began = time.perf_counter()
             with self._running(adapter):
-                kept = [self._stem(adapter, text, row) for text, row, _ in stems]
-                per_row = [stem for stem, (_, _, n) in zip(kept, stems, strict=True) for _ in range(n)]
+                kept = [self._stem(adapter, text, row) for text, row, _ in prompts]
+                per_row = [stem for stem, (_, _, n) in zip(kept, prompts, strict=True) for _ in range(n)]
                 logprobs = iter(read_continuations(self.model, rows, starts, stems=per_row))
             share = (time.perf_counter() - began) / len(owners)
             for i in owners:
