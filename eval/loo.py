@@ -195,10 +195,12 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
     records = Records(out / "records.jsonl")
     began = time.perf_counter()
     phases = dict.fromkeys(PHASES, 0.0)
-    plan = steps(cfg, cfg.adapters_fold, trains=not cfg.adapters and cfg.backend.kind != "symbolic")
+    trains = not cfg.adapters and cfg.backend.kind != "symbolic"
+    plan = steps(cfg, cfg.adapters_fold, trains)
     if plan.unbuilt:
         with timed(phases, "datasets"):
             build_datasets(cfg)
+        plan = steps(cfg, cfg.adapters_fold, trains)  # the reused adapters' data checked, now built
     check_datasets(cfg)
     check_settings(out, records, run_settings(cfg))
     if plan.base_missing and cfg.backend.kind != "symbolic":

@@ -6,8 +6,9 @@
 
 Done means what ``core.layout`` says: a fold's datasets are ready, an adapter is finished, the
 base's build stamp exists. Evaluation and the report always run: records resume on their own. A
-finished adapter that this run would train otherwise (another recipe, layers, budget) is refused
-rather than reused: its scores would be reported as this run's.
+finished adapter that this run would train otherwise (another recipe, layers, budget) or on other
+data (its datasets rebuilt since) is refused rather than reused: its scores would be reported as
+this run's.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.layout import ADAPTER_MANIFEST, adapter_finished, adapters_path, unready
+from core.layout import ADAPTER_MANIFEST, adapter_finished, adapters_path, dataset_dir, unready
 from core.models import ModelConfig
 from eval.config import LooConfig
 from operators.registry import adapters
@@ -49,25 +50,40 @@ class Plan:
         return [op for f, op in self.untrained if f == fold]
 
 
-def check_trained_as(cfg: TrainingRun, fold: str, op: str, adapter: Path) -> None:
+def check_trained_as(cfg: TrainingRun, fold: str, op: str, adapter: Path, data_ready: bool) -> None:
     """Refuse a finished adapter whose manifest says it was trained otherwise than ``cfg``
-    would train it, naming each field."""
+    would train it, naming each field; and, once its datasets are built (``data_ready``), one
+    trained on other rows than those the run would train it on."""
+    from train.recipe import load_splits
+
     manifest = adapter / ADAPTER_MANIFEST
-    recorded = json.loads(manifest.read_text()).get("config", {})
-    if differ := trained_otherwise(recorded, train_config(cfg, fold, op)):
+    written = json.loads(manifest.read_text())
+    wanted = train_config(cfg, fold, op)
+    retrain = f"Give this run its own adapters_dir, or remove {adapter} to train it again."
+    if differ := trained_otherwise(written.get("config", {}), wanted):
         said = ", ".join(f"{k}={new} (trained with {old})" for k, (old, new) in differ.items())
+        raise AdapterMismatch(f"{manifest}: config: this run has {said}. {retrain}")
+    if not data_ready:
+        return
+    # The training rows' fingerprint (datasets hashes their content), not the validation
+    # sample's after the slash: that one only decides which loss is logged.
+    then = str(written.get("dataset_fingerprint", "")).split("/")[0]
+    if (now := load_splits(wanted)[2].split("/")[0]) != then:
         raise AdapterMismatch(
-            f"{manifest}: config: this run has {said}. Give this run its own adapters_dir, or "
-            f"remove {adapter} to train it again."
+            f"{manifest}: dataset_fingerprint: trained on rows {then}, but "
+            f"{dataset_dir(cfg.datasets_dir, fold, op)} now gives {now} (rebuilt since). {retrain}"
         )
 
 
 def steps(cfg: LooConfig, adapters_fold: str | None = None, trains: bool = True) -> Plan:
     """``adapters_fold``: one fold's adapters serve every fold. ``trains=False``: the adapters
     are given (``adapters=<dir>``) or not needed, so none is planned nor checked. A finished
-    adapter trained otherwise than this run would train it raises ``AdapterMismatch``."""
+    adapter trained otherwise than this run would train it raises ``AdapterMismatch``; its data
+    are checked only where the fold's datasets are built, so a run that builds them plans again
+    after the build."""
     folds, ops = list(cfg.folds or []), adapters(cfg.extract_stages)
     adapter_folds = [adapters_fold] if adapters_fold else folds
+    unbuilt = unready(cfg.datasets_dir, [*folds, *(f for f in adapter_folds if f not in folds)], ops)
     served = cfg.served_adapters()
     untrained = []
     for fold in adapter_folds:
@@ -78,10 +94,10 @@ def steps(cfg: LooConfig, adapters_fold: str | None = None, trains: bool = True)
             if not adapter_finished(adapter):
                 untrained.append((fold, op))
             else:
-                check_trained_as(cfg, fold, op, adapter)
+                check_trained_as(cfg, fold, op, adapter, data_ready=fold not in unbuilt)
     return Plan(
         ops=ops,
-        unbuilt=unready(cfg.datasets_dir, [*folds, *(f for f in adapter_folds if f not in folds)], ops),
+        unbuilt=unbuilt,
         base_missing=bool(cfg.model.build) and not built(cfg.model.path),
         untrained=untrained,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,29 @@ def test_a_field_the_manifest_predates_reads_as_its_default(
     assert trained_otherwise(recorded, wanted) == {}
     wanted.model.lora.layers_to_transform = [0]
     assert trained_otherwise(recorded, wanted) == {"model.lora.layers_to_transform": (None, [0])}
+
+
+def test_a_finished_adapter_on_data_rebuilt_since_is_refused(
+    settings: list[str], trained_adapters: Path, small_datasets: Path, tmp_path: Path
+) -> None:
+    """Same config, other rows: before this check, a datasets_dir rebuilt with other data (a
+    generator change, say) would have scored the old adapters as trained on the new data."""
+    from datasets import load_from_disk
+
+    copy = tmp_path / "datasets"
+    shutil.copytree(small_datasets, copy)
+    rebuilt = [s for s in settings if not s.startswith("datasets_dir=")] + [f"datasets_dir={copy}"]
+    assert steps(compose_config("tiny-demo", rebuilt)).untrained == []  # byte copies: same rows
+
+    where = copy / FOLD / "update"
+    splits = load_from_disk(str(where), keep_in_memory=True)
+    splits["train"] = splits["train"].select(range(1, len(splits["train"])))  # one row fewer
+    splits.save_to_disk(str(tmp_path / "saved"))
+    shutil.rmtree(where / "train")
+    shutil.move(tmp_path / "saved" / "train", where / "train")  # the test file stays as built
+    with pytest.raises(AdapterMismatch, match="dataset_fingerprint: trained on rows ") as refused:
+        steps(compose_config("tiny-demo", rebuilt))
+    assert str(trained_adapters / "update" / "manifest.json") in str(refused.value)
+    assert f"{where} now gives" in str(refused.value)
+    # Another validation sample decides only the logged loss: not a reason to train again.
+    assert steps(compose_config("tiny-demo", [*settings, "max_eval_samples=1"])).untrained == []
