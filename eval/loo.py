@@ -25,6 +25,7 @@ from eval.plan import steps
 from eval.records import Records, RecordsError
 from eval.report import build_report
 from operators.backends.factory import ServedBackend, open_backend
+from operators.backends.hf import HFBackend
 from operators.backends.symbolic import SymbolicBackend
 from operators.learned import LearnedOperators
 from operators.registry import DECISIONS, OPS
@@ -241,6 +242,8 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
             for fold, episode in episodes.items():
                 with timed(phases, "operators"):
                     score_fold(fold, data, episode, ops, records, modes, cfg.batch, cfg.progress)
+                if isinstance(backend, HFBackend) and backend.stems is not None:
+                    backend.stems.clear()  # no later call asks about this fold's notes
                 print(f"{fold}: operators scored ({len(records.records)} records so far)", flush=True)
             if cfg.replay:
                 for fold, episode in episodes.items():

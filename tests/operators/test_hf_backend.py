@@ -136,6 +136,11 @@ def test_a_stem_cache_drops_the_least_recently_used_past_its_budget() -> None:
     assert stems.get("b", [1]) is None and stems.get("a", [1]) and stems.get("a", [2])
     stems.put("a", [3], layers(20))  # over the budget alone: kept, and every other stem dropped
     assert len(stems) == 1 and stems.get("a", [3])
+    stems.clear()
+    assert len(stems) == 0 and stems.get("a", [3]) is None
+    stems.put("a", [4], layers(10))  # the budget counts from nothing again: 10 tokens fit
+    stems.put("b", [4], layers(0))
+    assert len(stems) == 2
 
 
 def test_constrained_decoding_matches_the_schema(bare: HFBackend, notes) -> None:
