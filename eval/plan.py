@@ -63,11 +63,11 @@ def check_trained_as(cfg: TrainingRun, fold: str, op: str, adapter: Path, data_r
     if differ := trained_otherwise(written.get("config", {}), wanted):
         said = ", ".join(f"{k}={new} (trained with {old})" for k, (old, new) in differ.items())
         raise AdapterMismatch(f"{manifest}: config: this run has {said}. {retrain}")
-    if not data_ready:
+    if not data_ready or "dataset_fingerprint" not in written:  # nothing to compare yet, or ever
         return
     # The training rows' fingerprint (datasets hashes their content), not the validation
     # sample's after the slash: that one only decides which loss is logged.
-    then = str(written.get("dataset_fingerprint", "")).split("/")[0]
+    then = str(written["dataset_fingerprint"]).split("/")[0]
     if (now := load_splits(wanted)[2].split("/")[0]) != then:
         raise AdapterMismatch(
             f"{manifest}: dataset_fingerprint: trained on rows {then}, but "
