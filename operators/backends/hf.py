@@ -228,8 +228,9 @@ class StemCache:
         return len(self._kept)
 
     def clear(self) -> None:
-        """Drop every stem, once no later call asks about their notes (a fold's operators are
-        scored): held on through the engine replays, the 2 GiB slowed them by 5 to 11 s a fold."""
+        """Drop every stem once no later call asks about their notes (a fold's operators are
+        scored), so the engine replays do not run beside up to 2 GiB of them (README: "The
+        replays' suspect, tested")."""
         self._kept.clear()
         self._bytes = 0
 
