@@ -1,0 +1,67 @@
+"""scripts/bench_heldout.py's children side by side: each on its own cores, a failure stops the rest."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_heldout", ROOT / "scripts" / "bench_heldout.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# Writes its cores, then waits for the other child's file: it ends only if both run at once.
+MEET = """
+import os, sys, time
+from pathlib import Path
+me, other = Path(sys.argv[1]), Path(sys.argv[2])
+me.write_text(" ".join(map(str, sorted(os.sched_getaffinity(0)))))
+for _ in range(600):
+    if other.exists():
+        sys.exit(0)
+    time.sleep(0.05)
+sys.exit(1)
+"""
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to split")
+def test_children_run_at_once_each_on_its_half(tmp_path: Path) -> None:
+    b = bench()
+    cores = b.halves(os.sched_getaffinity(0))
+    a, c = tmp_path / "a", tmp_path / "c"
+    children = {
+        "hf": ([sys.executable, "-c", MEET, str(a), str(c)], tmp_path / "hf.log"),
+        "vllm": ([sys.executable, "-c", MEET, str(c), str(a)], tmp_path / "vllm.log"),
+    }
+    took = b.side_by_side(children, cores)
+    assert set(took) == {"hf", "vllm"}
+    assert a.read_text() == " ".join(map(str, sorted(cores[0])))
+    assert c.read_text() == " ".join(map(str, sorted(cores[1])))
+    assert not cores[0] & cores[1]
+    assert os.sched_getaffinity(0) == cores[0] | cores[1]  # the parent's own cores back
+
+
+def test_a_failure_stops_the_others_and_names_its_log(tmp_path: Path) -> None:
+    b = bench()
+    pid = tmp_path / "pid"
+    slow = (
+        f"import os, pathlib, time; pathlib.Path({str(pid)!r}).write_text(str(os.getpid())); time.sleep(600)"
+    )
+    children = {
+        "vllm": ([sys.executable, "-c", slow], tmp_path / "vllm.log"),
+        "hf": ([sys.executable, "-c", "import sys; sys.exit(3)"], tmp_path / "hf.log"),
+    }
+    own = os.sched_getaffinity(0)
+    with pytest.raises(SystemExit, match=r"\[hf\] failed with exit code 3 after .* see .*hf\.log"):
+        b.side_by_side(children, [own, own])
+    with pytest.raises(ProcessLookupError):  # stopped and reaped, not left running
+        os.kill(int(pid.read_text()), 0)
