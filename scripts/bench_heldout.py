@@ -13,8 +13,8 @@ excepted (``model.lora.layers_to_transform=[15,...,29]`` benchmarks a recipe cha
    vLLM server holding the same adapters. The two passes run at once, each pinned to half the
    cores (``--passes-apart``: one after the other on all of them). On 2 cores a pass ran 1.4 to
    1.6 times as fast on both as on one beside the other (small matrices, one token at a time),
-   so the two passes side by side took a fifth less time than in a row, with the same raw text (README,
-   "The two scoring passes side by side");
+   so the two passes side by side took a fifth less time than in a row, with the same raw text
+   (README, "The two scoring passes side by side");
 5. the parity of the two runs per operator and variant (``eval/parity.py``): identical raw text
    for every model call, identical final values and answers for every replay.
 

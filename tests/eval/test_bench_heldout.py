@@ -19,7 +19,8 @@ def bench():
     return module
 
 
-# Writes its cores, then waits for the other child's file: it ends only if both run at once.
+# Writes its cores, then waits for the other child's file: it ends (with the code given, else 0)
+# only if both run at once.
 MEET = """
 import os, sys, time
 from pathlib import Path
@@ -27,7 +28,7 @@ me, other = Path(sys.argv[1]), Path(sys.argv[2])
 me.write_text(" ".join(map(str, sorted(os.sched_getaffinity(0)))))
 for _ in range(600):
     if other.exists():
-        sys.exit(0)
+        sys.exit(int(sys.argv[3]) if len(sys.argv) > 3 else 0)
     time.sleep(0.05)
 sys.exit(1)
 """
@@ -58,7 +59,8 @@ def test_a_failure_stops_the_others_and_names_its_log(tmp_path: Path) -> None:
     )
     children = {
         "vllm": ([sys.executable, "-c", slow], tmp_path / "vllm.log"),
-        "hf": ([sys.executable, "-c", "import sys; sys.exit(3)"], tmp_path / "hf.log"),
+        # Fails once the other child runs, so the stop has a live process to stop.
+        "hf": ([sys.executable, "-c", MEET, str(tmp_path / "hf"), str(pid), "3"], tmp_path / "hf.log"),
     }
     own = os.sched_getaffinity(0)
     with pytest.raises(SystemExit, match=r"\[hf\] failed with exit code 3 after .* see .*hf\.log"):
