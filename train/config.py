@@ -67,7 +67,7 @@ class TrainingRun(RunConfig):
     """The recipe's adapted decoder layers per adapter (peft's ``layers_to_transform``); a
     ``model.lora.layers_to_transform`` given applies to every adapter instead, and an adapter
     not named here adapts every layer. Adapters on the top layers skip the backward pass below
-    them, which a decision adapter can afford and extraction cannot (README)."""
+    them, which a decision adapter can afford and extraction cannot (docs/speed.md)."""
     max_eval_samples: int | None = None
     """Evaluate on a seeded sample of this many validation examples (all when unset)."""
     balance_labels: bool = False
