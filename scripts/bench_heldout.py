@@ -14,20 +14,22 @@ excepted (``model.lora.layers_to_transform=[15,...,29]`` benchmarks a recipe cha
    cores (``--passes-apart``: one after the other on all of them). On 2 cores a pass ran 1.4 to
    1.6 times as fast on both as on one beside the other (small matrices, one token at a time),
    so the two passes side by side took a fifth less time than in a row, with the same raw text
-   (README, "The two scoring passes side by side");
+   (docs/speed.md, "The two scoring passes side by side");
 5. the parity of the two runs per operator and variant (``eval/parity.py``): identical raw text
    for every model call, identical final values and answers for every replay.
 
 Scoring runs in a process that trained nothing: the hf pass decoded about a fifth slower in the
-process that had trained the adapters (README, issue 26). Then it prints the wall time of each
-step (the adapters' and the model's as their manifests record them, and each pass's phases
-under it: backend start, calibration, operators, engine replays), the training tokens/s and
-their share of this machine's matmul peak (``train/throughput.py``; the tokens the trainer ran,
-which under ``packed_attention=shared_prefix`` leave out the prompt start a row's examples
-share), the pooled held-out figures and the parity, and writes them to ``<root>/heldout.json``.
-A rerun resumes what is finished and runs only what is left, so its times are those of what was
-left: give a new ``--root`` for a timing. A rerun with other overrides stops before any step if a
-finished adapter was trained otherwise (``eval/plan.py``).
+process that had trained the adapters (docs/speed.md, "The shared start in training"). Then it
+prints the wall time of each step (the adapters' and the model's as their manifests record
+them, and each pass's phases under it: backend start, calibration, operators, engine replays),
+the training tokens/s and their share of this machine's matmul peak (``train/throughput.py``;
+the tokens the trainer ran, which under ``packed_attention=shared_prefix`` leave out the prompt
+start a row's examples share), the pooled held-out figures and the parity, and writes them to
+``<root>/heldout.json``, with the steps and phases drawn on a timeline per core in
+``<root>/timeline.png`` (``eval/timeline.py``). A rerun resumes what is finished and runs only
+what is left, so its times are those of what was left: give a new ``--root`` for a timing. A
+rerun with other overrides stops before any step if a finished adapter was trained otherwise
+(``eval/plan.py``).
 """
 
 from __future__ import annotations
@@ -47,13 +49,13 @@ from eval.loo import PHASES
 from eval.parity import parity as decoding_parity
 from eval.plan import AdapterMismatch, steps
 from eval.report import cell
+from eval.timeline import PASS_STAGE, SIDE_BY_SIDE, plot
 from train.config import train_config
 from train.cpu import cpu_model, matmul_flags, native_bf16
 from train.throughput import flops_per_token, matmul_peak, token_mix
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = "scripts/bench_heldout.py"
-SIDE_BY_SIDE = "hf and vllm passes, side by side"
 
 
 def run(name: str, argv: list[str], log: Path) -> float:
@@ -198,8 +200,7 @@ def main() -> None:
         }
     if SIDE_BY_SIDE in walls:
         stages[SIDE_BY_SIDE] = walls[SIDE_BY_SIDE]
-    names = {"hf": "hf pass: scoring and replays", "vllm": "vllm pass (server start included)"}
-    for backend, stage in names.items():
+    for backend, stage in PASS_STAGE.items():
         stages[stage] = took[backend]
         phases = json.loads((root / "loo" / backend / "manifest.json").read_text())["phases"]
         stages |= {f"  {backend}: {phase}": phases[phase] for phase in PHASES if phases[phase]}
@@ -218,6 +219,7 @@ def main() -> None:
         "parity": parity,
     }
     (root / "heldout.json").write_text(json.dumps(result, indent=2) + "\n")
+    timeline = plot(result, root / "timeline.png")
 
     print(f"\nwall time: {result['wall_seconds']['total'] / 60:.1f} min in all")
     for name, seconds in result["stages"].items():
@@ -249,7 +251,7 @@ def main() -> None:
     print("\nparity hf vs vllm (identical raw text; replays: identical final values and answers):")
     for name, row in parity.items():
         print(f"  {name:20s} {row['identical']:4d}/{row['samples']:<4d} {row['share']:.1%}")
-    print(f"\n-> {root / 'heldout.json'}")
+    print(f"\n-> {root / 'heldout.json'}\n-> {timeline}")
 
 
 if __name__ == "__main__":
