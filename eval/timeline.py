@@ -26,6 +26,11 @@ ALL_CORES = "all cores"
 IDLE = "idle"
 
 
+def phase_row(backend: str, phase: str) -> str:
+    """A pass's phase as its row in ``stages``, indented under the pass."""
+    return f"  {backend}: {phase}"
+
+
 @dataclass(frozen=True)
 class Span:
     lane: str
@@ -58,14 +63,13 @@ def spans(result: dict[str, Any]) -> list[Span]:
         out.append(Span(lane, f"{backend} pass", now, took))
         at = now
         for phase in PHASES:
-            if (seconds := stages.get(f"  {backend}: {phase}")) is not None:
+            if (seconds := stages.get(phase_row(backend, phase))) is not None:
                 out.append(Span(lane, phase, at, seconds, backend))
                 at += seconds
-        if side:
-            if took < walls[SIDE_BY_SIDE]:
-                out.append(Span(lane, IDLE, now + took, walls[SIDE_BY_SIDE] - took))
-        else:
+        if not side:
             now += took
+        elif took < walls[SIDE_BY_SIDE]:
+            out.append(Span(lane, IDLE, now + took, walls[SIDE_BY_SIDE] - took))
     return out
 
 

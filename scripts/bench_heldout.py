@@ -49,7 +49,7 @@ from eval.loo import PHASES
 from eval.parity import parity as decoding_parity
 from eval.plan import AdapterMismatch, steps
 from eval.report import cell
-from eval.timeline import PASS_STAGE, SIDE_BY_SIDE, plot
+from eval.timeline import PASS_STAGE, SIDE_BY_SIDE, phase_row, plot
 from train.config import train_config
 from train.cpu import cpu_model, matmul_flags, native_bf16
 from train.throughput import flops_per_token, matmul_peak, token_mix
@@ -203,7 +203,7 @@ def main() -> None:
     for backend, stage in PASS_STAGE.items():
         stages[stage] = took[backend]
         phases = json.loads((root / "loo" / backend / "manifest.json").read_text())["phases"]
-        stages |= {f"  {backend}: {phase}": phases[phase] for phase in PHASES if phases[phase]}
+        stages |= {phase_row(backend, phase): phases[phase] for phase in PHASES if phases[phase]}
     summary = json.loads((root / "loo" / "hf" / "summary.json").read_text())
     result = {
         "config": args.config_name,
