@@ -12,6 +12,9 @@ its gold pair given so that selection does not enter:
 - ``map``: the run the adapter finds most likely as the stage-2 answer's value, read
   teacher-forced (the summed log-probability of its tokens and the closing quote): decoding
   constrained to the note, searched exactly instead of greedily;
+- ``mbr``: the run with the highest expected token F1 against the value under the adapter's
+  distribution over the runs (minimum Bayes risk with the metric's own similarity): the mode can
+  be an outlier of short runs while most of the probability sits on overlapping longer ones;
 - ``greedy``: the value of the adapter's own stage-2 answer under its grammar, as the harness
   decodes it.
 
@@ -37,7 +40,7 @@ from core.records import MAX_VALUE_CHARS, Catalog, ExtractedClaim, Note
 from data.replay import HINTS_LEAD, load_trajectory
 from eval.config import LooConfig
 from eval.loo import adapters_of
-from eval.metrics import bootstrap_ci, value_match
+from eval.metrics import bootstrap_ci, token_f1, value_match
 from eval.records import RecordsError, json_lines, mend_tail
 from eval.report import cell
 from operators.backends.hf import HFBackend
@@ -47,7 +50,12 @@ from operators.registry import STAGES_ADAPTER
 
 LONGEST_SPAN = 12
 """Words in the longest run considered: gold values average 5.4 words, and few pass 12."""
-COLUMNS = ("ceiling", "map", "greedy")
+COLUMNS = ("ceiling", "map", "mbr", "greedy")
+EVIDENCE = 200
+"""The likeliest runs that the risk of each run is taken against (renormalized): their share
+of the probability is near all of it, and the pairwise F1s stay a fraction of a probe's time."""
+KEPT = 20
+"""The likeliest runs written per claim with their probabilities, for reading without a rerun."""
 
 
 def note_spans(note: Note) -> list[str]:
@@ -73,15 +81,27 @@ def answer_start(claim: ExtractedClaim) -> str:
     return text[: text.index('"value":"') + len('"value":"')]
 
 
-def likeliest_span(
+def span_odds(
     ops: LearnedOperators, note: Note, catalog: Catalog, claim: ExtractedClaim, spans: list[str]
-) -> str | None:
-    """The run of ``spans`` with the highest probability as the value of ``claim``'s pair: each
-    run is an option of one probe, the stage-2 answer begun up to the value and closed after it."""
+) -> dict[str, float]:
+    """The probability of each run of ``spans`` as the value of ``claim``'s pair, likeliest
+    first (empty if the backend refused): each run is an option of one probe, the stage-2
+    answer begun up to the value and closed after it."""
     start = answer_start(claim)
     options = tuple(start + to_json(s).decode()[1:] for s in spans)
     [odds] = ops.probe("spans", [(STAGES_ADAPTER, fill_messages(note, catalog, claim.pair), options)])
-    return None if odds.refused else spans[max(range(len(spans)), key=odds.probs.__getitem__)]
+    if odds.refused:
+        return {}
+    return dict(sorted(zip(spans, odds.probs, strict=True), key=lambda sp: -sp[1]))
+
+
+def least_risk(odds: dict[str, float]) -> str | None:
+    """The run with the highest expected token F1 against the ``EVIDENCE`` likeliest runs,
+    weighted by their renormalized probabilities; every run is a candidate."""
+    evidence = list(odds.items())[:EVIDENCE]
+    mass = sum(p for _, p in evidence)
+    gain = {s: sum(p * token_f1(s, e) for e, p in evidence) / mass for s in odds}
+    return max(gain, key=gain.__getitem__, default=None)
 
 
 def written(out: Path) -> dict[tuple[str, str, int], dict]:
@@ -111,7 +131,8 @@ def study(cfg: LooConfig, out: Path) -> list[dict]:
             fill = ops.fill([(note, catalog, claim.pair)], STAGES_ADAPTER)[0]
             greedy = fill.output.value if isinstance(fill.output, ExtractedClaim) else None
             spans = note_spans(note)
-            span = likeliest_span(ops, note, catalog, claim, spans)
+            odds = span_odds(ops, note, catalog, claim, spans)
+            span, central = next(iter(odds), None), least_risk(odds)
             row = {
                 "fold": key[0],
                 "note": note.id,
@@ -119,10 +140,13 @@ def study(cfg: LooConfig, out: Path) -> list[dict]:
                 "pair": claim.pair,
                 "gold": claim.value,
                 "map_value": span,
+                "mbr_value": central,
                 "greedy_value": greedy,
                 "ceiling": any(value_match(s, claim.value) for s in spans),
                 "map": value_match(span, claim.value),
+                "mbr": value_match(central, claim.value),
                 "greedy": value_match(greedy, claim.value),
+                "likeliest": {s: round(p, 6) for s, p in list(odds.items())[:KEPT]},
             }
             sink.write(json.dumps(row) + "\n")
             sink.flush()

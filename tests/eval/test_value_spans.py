@@ -46,10 +46,15 @@ def test_the_value_study_reads_every_gold_claim_once_and_resumes_after_a_cut_off
     assert len({(r["note"], r["claim"]) for r in rows}) == len(rows)
     for r in rows:
         session = notes[r["note"]]
-        # The likeliest run is a run of the note's own words, and a match there is one the
-        # ceiling counts too.
-        assert r["map_value"] in f"{session.title}\n{session.text}"
-        assert r["map"] == value_match(r["map_value"], r["gold"]) and (r["ceiling"] or not r["map"])
+        # The likeliest run and the least risky one are runs of the note's own words, and a
+        # match there is one the ceiling counts too.
+        for column in ("map", "mbr"):
+            value = r[f"{column}_value"]
+            assert value in f"{session.title}\n{session.text}"
+            assert r[column] == value_match(value, r["gold"]) and (r["ceiling"] or not r[column])
+        kept = list(r["likeliest"].items())
+        odds = [p for _, p in kept]
+        assert kept[0][0] == r["map_value"] and odds == sorted(odds, reverse=True)
         assert r["greedy"] == value_match(r["greedy_value"], r["gold"])
     assert f"| ceiling | {sum(r['ceiling'] for r in rows)}/{len(rows)} |" in first.stdout
 
