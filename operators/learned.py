@@ -25,7 +25,9 @@ from operators.prompts import fill_messages, note_block, select_messages, select
 from operators.registry import COMPARE, EXTRACT, STAGES_ADAPTER, UPDATE, Operator
 from operators.schemas import MAX_PAIRS, Selection, fill_model, json_schema, note_branches, select_model
 
-ExtractMode = Literal["direct", "two-stage", "two-stage-trained", "two-stage-scored", "two-stage-overlap"]
+ExtractMode = Literal[
+    "direct", "two-stage", "two-stage-trained", "two-stage-scored", "two-stage-overlap", "direct-trained"
+]
 Sourced = tuple[Note, Catalog]
 """A note with the catalog it is read against."""
 EXTRACT_MODES: tuple[ExtractMode, ...] = (
@@ -34,6 +36,7 @@ EXTRACT_MODES: tuple[ExtractMode, ...] = (
     "two-stage-trained",
     "two-stage-scored",
     "two-stage-overlap",
+    "direct-trained",
 )
 """``direct``: one call for every claim. ``two-stage``: select pairs, then fill each, under
 grammars, on the extract adapter (trained on direct prompts only: the grammar alone carries the
@@ -43,15 +46,23 @@ decoding: each catalog pair is scored by the probability that the stage-1 answer
 alone, and the pairs at least ``threshold`` likely are kept; stage 2 fills them as
 ``two-stage-trained`` does. ``two-stage-overlap``: no model in stage 1, the catalog pair whose
 words the note uses most (``overlap_scores``), filled as ``two-stage-trained`` does: the floor a
-learned selection has to clear."""
-STAGED_MODES: tuple[ExtractMode, ...] = ("two-stage-trained", "two-stage-scored", "two-stage-overlap")
+learned selection has to clear. ``direct-trained``: ``direct``'s one call on the ``extract-stages``
+adapter, whose data hold the direct examples beside the stage ones: whether one extract adapter
+can serve every mode, and the benchmark train one adapter fewer (docs/speed.md)."""
+STAGED_MODES: tuple[ExtractMode, ...] = (
+    "two-stage-trained",
+    "two-stage-scored",
+    "two-stage-overlap",
+    "direct-trained",
+)
 """The modes that run on the ``extract-stages`` adapter."""
 NOTE_STEPS = frozenset({EXTRACT.name, "select", "fill"})
 """The calls about one note: their prompts are the same up to the task (``with_task``), and
 each note is asked in several (``Request.stem``)."""
-OPT_IN_MODES: tuple[ExtractMode, ...] = ("two-stage-overlap",)
+OPT_IN_MODES: tuple[ExtractMode, ...] = ("two-stage-overlap", "direct-trained")
 """The modes a run scores only when ``extract_modes`` names them: ``two-stage-overlap`` selects
-with no model, and the symbolic oracle has no fill to give for a pair its note does not state."""
+with no model, and the symbolic oracle has no fill to give for a pair its note does not state;
+``direct-trained`` is a study of the adapters a run needs."""
 
 
 def mode_adapter(mode: ExtractMode) -> str:
@@ -239,15 +250,15 @@ class LearnedOperators:
         return self.decide(UPDATE, items)
 
     def extract(self, notes: Sequence[Sourced], mode: ExtractMode = "direct") -> list[Extraction]:
-        if mode == "direct":
-            outcomes = self._run(EXTRACT, EXTRACT.name, [EXTRACT.messages(n, c) for n, c in notes])
+        adapter = mode_adapter(mode)
+        if mode in ("direct", "direct-trained"):
+            outcomes = self._run(EXTRACT, adapter, [EXTRACT.messages(n, c) for n, c in notes])
             out = []
             for o in outcomes:
                 claims = list(o.output.claims) if o.output else []
                 named = list(dict.fromkeys(c.pair for c in claims))
                 out.append(Extraction(claims, [o], named))
             return out
-        adapter = mode_adapter(mode)
         if mode == "two-stage-scored":
             return self._fill_selected(notes, self.score_pairs(notes, adapter), adapter)
         if mode == "two-stage-overlap":

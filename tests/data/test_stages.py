@@ -85,6 +85,23 @@ def test_stage_examples_are_the_prompts_inference_sends(episodes: list[Episode],
             )
 
 
+def test_direct_trained_sends_the_direct_examples_prompts_to_the_stages_adapter(
+    episodes: list[Episode],
+) -> None:
+    # The extract-stages data hold the direct examples (mix_stages), so the adapter has been
+    # trained on exactly the prompt direct-trained sends it.
+    for episode in episodes:
+        direct = extract_examples(episode)
+        recorder = Recorder(direct)
+        notes = [(s.note(), episode.catalog) for s in episode.sessions]
+        extractions = LearnedOperators(recorder).extract(notes, "direct-trained")
+        sent = [json.dumps(r.messages) for r in recorder.requests]
+        assert sent == [json.dumps(e["prompt"]) for e in direct]
+        assert {r.adapter for r in recorder.requests} == {STAGES_ADAPTER} and not recorder.probes
+        for session, extraction in zip(episode.sessions, extractions, strict=True):
+            assert [c.model_dump() for c in extraction.claims] == [c.model_dump() for c in session.claims]
+
+
 def test_the_stage2_completion_is_the_gold_claim_of_its_pair_as_the_note_words_it(
     episodes: list[Episode],
 ) -> None:
