@@ -28,8 +28,8 @@ class ReplayConfig(RunConfig):
     operators: str | None = None
     """The old name of ``engine``; refused with a message that names the new one."""
     extract: str = "direct"
-    """direct | two-stage | two-stage-trained | two-stage-scored | two-stage-overlap (the last
-    three need an ``extract-stages`` adapter)."""
+    """direct | two-stage | two-stage-trained | two-stage-scored | two-stage-overlap |
+    direct-trained (the last four need an ``extract-stages`` adapter)."""
     threshold: float = 0.5
     """two-stage-scored: the probability a pair needs to be selected; a LOO run places it on
     validation data (``eval.calibration``) and writes it to its ``calibration/``."""
