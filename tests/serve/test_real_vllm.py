@@ -76,7 +76,7 @@ def loo_config(name: str, out: Path, adapters: Path, datasets: Path, export_dir:
         f"datasets_dir={datasets}",
         f"exports=[{export_dir}]",
         "extract_stages=true",
-        f"extract_modes=[{','.join(EXTRACT_MODES)}]",  # the opt-in overlap selection too
+        f"extract_modes=[{','.join(EXTRACT_MODES)}]",  # the opt-in modes too
         "calibration_notes=4",
         "progress=false",
         *backend,
@@ -244,6 +244,7 @@ def test_a_loo_fold_runs_end_to_end_on_vllm(vllm_run) -> None:
         ("extract", "two-stage-trained"),
         ("extract", "two-stage-scored"),
         ("extract", "two-stage-overlap"),
+        ("extract", "direct-trained"),
         ("extract", "prompted"),
         *{(op, v) for op in DECISIONS for v in ("learned", "prompted")},
     }
@@ -282,6 +283,7 @@ def test_hf_and_vllm_decode_the_same_text(
         "extract/two-stage-trained",
         "extract/two-stage-scored",
         "extract/two-stage-overlap",
+        "extract/direct-trained",
         *(f"{op}/prompted" for op in OPS),
         *(
             f"{engine}/{v}"
