@@ -47,8 +47,8 @@ alone, and the pairs at least ``threshold`` likely are kept; stage 2 fills them 
 ``two-stage-trained`` does. ``two-stage-overlap``: no model in stage 1, the catalog pair whose
 words the note uses most (``overlap_scores``), filled as ``two-stage-trained`` does: the floor a
 learned selection has to clear. ``direct-trained``: ``direct``'s one call on the ``extract-stages``
-adapter, whose data hold the direct examples beside the stage ones: whether one extract adapter
-can serve every mode, and the benchmark train one adapter fewer (docs/speed.md)."""
+adapter, whose data hold the direct examples beside the stage ones: one extract adapter for
+every mode, so that a run trains one adapter fewer (docs/speed.md)."""
 STAGED_MODES: tuple[ExtractMode, ...] = (
     "two-stage-trained",
     "two-stage-scored",
