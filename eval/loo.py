@@ -119,12 +119,15 @@ SETTINGS = "settings.json"
 
 
 def run_settings(cfg: LooConfig) -> dict[str, Any]:
-    """What decides a run's records: the backend, the base, which adapters serve which folds,
-    the seed, and the held-out examples themselves (their files' fingerprint)."""
+    """What decides a run's records: the backend, the base and the dtype it scores in, which
+    adapters serve which folds, the seed, and the held-out examples themselves (their files'
+    fingerprint)."""
+    dtype = cfg.backend.compute_dtype(cfg.model)
     return {
         "backend": cfg.backend.kind,
         "model": cfg.model.name,
         "model_path": cfg.model.path,
+        **({"dtype": dtype} if dtype != cfg.model.compute_dtype else {}),  # absent as trained
         "adapters": str(adapters_of(cfg, "<fold>")) if cfg.backend.kind != "symbolic" else None,
         "seed": cfg.seed,
         **({"favour_note": cfg.favour_note} if cfg.favour_note else {}),  # absent when off
@@ -261,6 +264,7 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
             "model": cfg.model.name,
             "model_note": cfg.model.note,
             "backend": cfg.backend.kind,
+            "dtype": cfg.backend.compute_dtype(cfg.model) if cfg.backend.kind != "symbolic" else None,
             "folds": cfg.folds,
         },
         adapters={f: str(adapters_of(cfg, f)) for f in cfg.folds},

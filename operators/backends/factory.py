@@ -38,11 +38,28 @@ class BackendConfig:
     """vllm: a running server's base URL (…/v1); unset starts one with ``serve``."""
     concurrency: int = 32
     timeout_s: float = 120.0
+    dtype: str = ""
+    """hf and vllm: the dtype the base computes in while scoring; empty: the model's
+    ``compute_dtype``, as training loaded it. ``bfloat16`` on a CPU with native bf16 takes about a
+    third off a held-out pass, but the two backends' kernels then round differently, so their
+    raw text is no longer identical everywhere (docs/speed.md, "Inference in bf16 over the whole
+    benchmark")."""
     serve: ServeConfig = field(default_factory=ServeConfig)
 
     def __post_init__(self) -> None:
         if self.kind not in BACKENDS:
             raise ValueError(f"backend.kind={self.kind!r}; expected one of {', '.join(BACKENDS)}")
+
+    def compute_dtype(self, model: ModelConfig) -> str:
+        """What the base computes in while scoring: ``dtype``, else the model's own."""
+        return self.dtype or model.compute_dtype
+
+
+def serving(cfg: BackendConfig, model: ModelConfig) -> ServeConfig:
+    """The server to start: the run's base, computing in the dtype the ``hf`` backend would use."""
+    return replace(
+        cfg.serve, base=cfg.serve.base or model.path, dtype=cfg.serve.dtype or cfg.compute_dtype(model)
+    )
 
 
 def adapter_dirs(root: str | Path, needs: Sequence[str] = OPS) -> dict[str, Path]:
@@ -119,17 +136,18 @@ def open_backend(
     if cfg.kind == "hf":
         from operators.backends.hf import HFBackend
 
-        base = replace(model, load_in_4bit=False) if cfg.unquantized else model
+        base = replace(
+            model,
+            compute_dtype=cfg.compute_dtype(model),
+            load_in_4bit=model.load_in_4bit and not cfg.unquantized,
+        )
         yield HFBackend.load(base, dirs, batch_size=cfg.batch_size)
         return
     if cfg.url:
         key = os.environ.get("VLLM_API_KEY", "EMPTY")
         yield ServedBackend(VLLMBackend(cfg.url, key, cfg.concurrency, cfg.timeout_s))
         return
-    serve = replace(
-        cfg.serve, base=cfg.serve.base or model.path, dtype=cfg.serve.dtype or model.compute_dtype
-    )
-    with VLLMServer(serve, dirs, log) as server:
+    with VLLMServer(serving(cfg, model), dirs, log) as server:
         client = VLLMBackend(
             server.base_url, server.api_key, cfg.concurrency, cfg.timeout_s, base_model=server.served_name
         )

@@ -124,6 +124,11 @@ def test_a_resume_under_other_settings_is_refused_and_names_them(
         evaluate(cfg)
     assert (run_dir / "records.jsonl").read_bytes() == before
     cfg = config(run_dir.parent, small_datasets, export_dir)
+    cfg.backend.dtype = "float32"  # the base trained in bfloat16: scores in another dtype differ
+    with pytest.raises(RecordsError, match=r"dtype: records made with None, this run has 'float32'"):
+        evaluate(cfg)
+    assert (run_dir / "records.jsonl").read_bytes() == before
+    cfg = config(run_dir.parent, small_datasets, export_dir)
     cfg.favour_note = 2.0
     with pytest.raises(RecordsError, match=r"favour_note: records made with None, this run has 2.0"):
         evaluate(cfg)

@@ -205,3 +205,18 @@ def test_a_favoured_text_is_copied_at_a_large_bias(bare: HFBackend, notes) -> No
     )
     assert favoured.text.strip() and set(favoured.text) <= set(favour)
     assert not set(plain.text) <= set(favour)
+
+
+def test_backend_dtype_is_what_the_base_scores_in(tiny_model: Path, tmp_path: Path) -> None:
+    """``backend.dtype`` loads the base in that dtype for scoring only; unset, the model's own.
+    A base in bf16 decodes other logits, so its greedy text may differ: that is the trade."""
+    import torch
+
+    from operators.backends.factory import BackendConfig, open_backend
+
+    model = tiny_config(tiny_model)
+    for dtype, torch_dtype in (("", torch.float32), ("bfloat16", torch.bfloat16)):
+        cfg = BackendConfig(kind="hf", dtype=dtype)
+        with open_backend(cfg, model, tmp_path, [], tmp_path / "log", needs=()) as backend:
+            assert backend.model.dtype == torch_dtype
+            assert backend.complete([Request(BASE, [{"role": "user", "content": "hi"}], None, 4)])[0].text

@@ -157,3 +157,14 @@ def test_a_missing_serving_env_names_the_command_that_makes_it(
     cfg = ServeConfig(python=str(tmp_path / "absent" / "bin" / "python"))
     with pytest.raises(ServerFailed, match="make it with: make serve-env"):
         VLLMServer(cfg, adapters, tmp_path / "log")
+
+
+def test_the_server_computes_in_the_dtype_the_hf_backend_would() -> None:
+    """One field, ``backend.dtype``, sets both backends; unset, both use the model's own."""
+    from core.models import ModelConfig
+    from operators.backends.factory import BackendConfig, serving
+
+    model = ModelConfig(name="tiny", path="outputs/models/tiny", compute_dtype="float32")
+    assert serving(BackendConfig(kind="vllm"), model).dtype == "float32"
+    assert serving(BackendConfig(kind="vllm", dtype="bfloat16"), model).dtype == "bfloat16"
+    assert serving(BackendConfig(kind="vllm"), model).base == "outputs/models/tiny"
