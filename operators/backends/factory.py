@@ -56,10 +56,16 @@ class BackendConfig:
 
 
 def serving(cfg: BackendConfig, model: ModelConfig) -> ServeConfig:
-    """The server to start: the run's base, computing in the dtype the ``hf`` backend would use."""
-    return replace(
-        cfg.serve, base=cfg.serve.base or model.path, dtype=cfg.serve.dtype or cfg.compute_dtype(model)
-    )
+    """The server to start: the run's base, computing in the dtype the ``hf`` backend would use.
+    ``backend.dtype`` is the one setting for it (a run's settings record it), so a server dtype
+    of its own that disagrees is refused rather than served unrecorded."""
+    dtype = cfg.compute_dtype(model)
+    if cfg.serve.dtype and cfg.serve.dtype != dtype:
+        raise BackendError(
+            f"backend.serve.dtype={cfg.serve.dtype} but the run scores in {dtype}; set backend.dtype, "
+            "which both backends read"
+        )
+    return replace(cfg.serve, base=cfg.serve.base or model.path, dtype=dtype)
 
 
 def adapter_dirs(root: str | Path, needs: Sequence[str] = OPS) -> dict[str, Path]:

@@ -63,8 +63,8 @@ class ServeConfig:
     max_model_len: int | None = None
     """Unset: what vLLM derives from the model's config."""
     dtype: str = ""
-    """Empty: the run's ``backend.dtype``, else the model config's compute dtype, which the ``hf``
-    backend also uses (``factory.serving``)."""
+    """``--dtype``. A run fills it from ``backend.dtype``, else the model config's compute dtype,
+    which the ``hf`` backend also uses (``factory.serving``); set it here only outside a run."""
     gpu_memory_utilization: float = 0.90
     tensor_parallel_size: int = 1
     cpu_kvcache_gib: int = 2

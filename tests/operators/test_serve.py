@@ -161,10 +161,12 @@ def test_a_missing_serving_env_names_the_command_that_makes_it(
 
 def test_the_server_computes_in_the_dtype_the_hf_backend_would() -> None:
     """One field, ``backend.dtype``, sets both backends; unset, both use the model's own."""
-    from core.models import ModelConfig
     from operators.backends.factory import BackendConfig, serving
 
     model = ModelConfig(name="tiny", path="outputs/models/tiny", compute_dtype="float32")
     assert serving(BackendConfig(kind="vllm"), model).dtype == "float32"
     assert serving(BackendConfig(kind="vllm", dtype="bfloat16"), model).dtype == "bfloat16"
     assert serving(BackendConfig(kind="vllm"), model).base == "outputs/models/tiny"
+    apart = BackendConfig(kind="vllm", serve=ServeConfig(dtype="bfloat16"))
+    with pytest.raises(BackendError, match=r"set backend\.dtype"):
+        serving(apart, model)
