@@ -1,12 +1,11 @@
 """The held-out benchmark as a timeline: which cores ran each step, when, and for how long.
 
-``scripts/bench_heldout.py`` keeps each step's wall seconds (``wall_seconds``, in the order the
-steps ran) and each pass's phases (``stages``) in ``<root>/heldout.json``. Laid out on lanes,
-they show at a glance what a table of seconds hides: the steps that run alone, the two passes
-side by side, and the core that idles once the shorter pass ends. Starts are the sums of the
-walls before them (the parent's own few seconds between steps are left out), and a pass's
-phases follow one another from its start; what a pass spent outside its phases (the process
-start, the report) is the end of its bar, unlabelled.
+``scripts/bench_heldout.py`` keeps each step's cores, start and wall seconds (``schedule``) and
+each pass's phases (``stages``) in ``<root>/heldout.json``. Laid out on lanes, one per set of
+cores a step ran on, they show at a glance what a table of seconds hides: the steps that run
+alone, the adapters trained two at a time, the two passes side by side, and a lane that idles
+while the other finishes. A pass's phases follow one another from its start; what a pass spent
+outside its phases (the process start, the report) is the end of its bar, unlabelled.
 """
 
 from __future__ import annotations
@@ -17,6 +16,8 @@ from typing import Any
 
 from eval.loo import PHASES
 
+IN_LANES = "adapters, trained two at a time"
+"""The wall of the adapters' training on two lanes, each on half the cores."""
 SIDE_BY_SIDE = "hf and vllm passes, side by side"
 """The wall of the two passes run at once, each on half the cores."""
 PASS_STAGE = {"hf": "hf pass: scoring and replays", "vllm": "vllm pass (server start included)"}
@@ -24,6 +25,8 @@ PASS_STAGE = {"hf": "hf pass: scoring and replays", "vllm": "vllm pass (server s
 PASSES = tuple(PASS_STAGE)
 ALL_CORES = "all cores"
 IDLE = "idle"
+SLACK_S = 10.0
+"""A lane's gaps shorter than this are the parent's polling and a child's start, not idling."""
 
 
 def phase_row(backend: str, phase: str) -> str:
@@ -45,32 +48,56 @@ class Span:
         return self.start + self.seconds
 
 
+def lane_name(cores: list[int], every: set[int]) -> str:
+    """A lane's name: ``all cores``, or the cores it had (``core 1``, ``cores 8-15``)."""
+    if set(cores) == every:
+        return ALL_CORES
+    if len(cores) == 1:
+        return f"core {cores[0]}"
+    if cores == list(range(cores[0], cores[-1] + 1)):
+        return f"cores {cores[0]}-{cores[-1]}"
+    return "cores " + ",".join(map(str, cores))
+
+
 def spans(result: dict[str, Any]) -> list[Span]:
-    """A benchmark's steps, each pass's phases and the idle end of the shorter pass, as spans on
-    lanes: ``all cores`` for the steps that ran alone, one lane per pass when they ran side by
-    side."""
-    walls, stages = result["wall_seconds"], result["stages"]
-    out, now = [], 0.0
-    for name, seconds in walls.items():
-        if name in ("total", SIDE_BY_SIDE, *PASSES):
-            continue
-        out.append(Span(ALL_CORES, name, now, seconds))
-        now += seconds
-    side = SIDE_BY_SIDE in walls
-    for backend in PASSES:
-        lane = f"{backend} pass" if side else ALL_CORES
-        took = stages[PASS_STAGE[backend]]
-        out.append(Span(lane, f"{backend} pass", now, took))
-        at = now
-        for phase in PHASES:
-            if (seconds := stages.get(phase_row(backend, phase))) is not None:
-                out.append(Span(lane, phase, at, seconds, backend))
-                at += seconds
-        if not side:
-            now += took
-        elif took < walls[SIDE_BY_SIDE]:
-            out.append(Span(lane, IDLE, now + took, walls[SIDE_BY_SIDE] - took))
-    return out
+    """A benchmark's steps and each pass's phases, each on the lane of its cores, and the idle
+    stretches of a lane while another lane still runs."""
+    schedule, stages = result["schedule"], result["stages"]
+    every = set().union(*(step["cores"] for step in schedule.values()))
+    out = []
+    for name, step in schedule.items():
+        where = lane_name(step["cores"], every)
+        out.append(Span(where, f"{name} pass" if name in PASSES else name, step["start"], step["seconds"]))
+        if name in PASSES:
+            at = step["start"]
+            for phase in PHASES:
+                if (seconds := stages.get(phase_row(name, phase))) is not None:
+                    out.append(Span(where, phase, at, seconds, name))
+                    at += seconds
+    return out + idle([s for s in out if s.lane != ALL_CORES and not s.within])
+
+
+def idle(steps: list[Span]) -> list[Span]:
+    """Where a lane ran nothing while some lane ran: within each stretch of overlapping steps on
+    split lanes, the gaps of each of those lanes."""
+    stretches: list[list[Span]] = []
+    for step in sorted(steps, key=lambda s: s.start):
+        if stretches and step.start < max(s.end for s in stretches[-1]):
+            stretches[-1].append(step)
+        else:
+            stretches.append([step])
+    gaps = []
+    for stretch in stretches:
+        begin, end = min(s.start for s in stretch), max(s.end for s in stretch)
+        for name in dict.fromkeys(s.lane for s in stretch):
+            at = begin
+            for s in sorted((s for s in stretch if s.lane == name), key=lambda s: s.start):
+                if s.start - at >= SLACK_S:
+                    gaps.append(Span(name, IDLE, at, s.start - at))
+                at = max(at, s.end)
+            if end - at >= SLACK_S:
+                gaps.append(Span(name, IDLE, at, end - at))
+    return gaps
 
 
 def plot(result: dict[str, Any], path: Path) -> Path:
@@ -100,7 +127,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
                 bar = ax.barh(y, width, left=start, height=0.7, color=colour, edgecolor="white")
             handles.setdefault(s.label, bar)
             if width > 1.5:  # the legend names the narrow ones
-                name = f"{s.within} {s.label}" if s.within and lane == ALL_CORES else s.label
+                name = f"{s.within} {s.label}" if s.within else s.label
                 text = f"{name}\n{width:.1f} min" if width > 8 else f"{width:.1f}"
                 ax.text(start + width / 2, y, text, ha="center", va="center", fontsize=7)
     ax.set_yticks(range(len(lanes)), list(reversed(lanes)))

@@ -7,7 +7,11 @@ a job under Slurm (``slurm/submit.py``), with its config resolved here and hande
 (``<root>/configs/``); Hydra overrides after the options reach every step, the root's paths
 excepted (``model.lora.layers_to_transform=[15,...,29]`` benchmarks a recipe change):
 1. the base (``scripts/make_model.py``) and the datasets (``scripts/build_data.py``);
-2. each synthetic-only adapter, one ``train.py`` each;
+2. each synthetic-only adapter, one ``train.py`` each, two at a time, each on half the cores,
+   the longest step budget first, the next on the first half free (``--training-apart``: one
+   after the other on all of them). Compare and update, each on one core beside the other, ran
+   at 0.63 and 0.65 of their speed alone on both: 1.28 times the work a second, as long as both
+   lanes have work (docs/speed.md, "Two adapters at a time");
 3. ``scripts/loo.py --config-name <config>``: the five folds on ``hf``, engine replays included;
 4. the same config with ``backend=vllm``: the same pass, every variant and engine replay, on one
    vLLM server holding the same adapters. The two passes run at once, each pinned to half the
@@ -22,7 +26,8 @@ Scoring runs in a process that trained nothing: the hf pass decoded about a fift
 process that had trained the adapters (docs/speed.md, "The shared start in training"). Then it
 prints the wall time of each step (the adapters' and the model's as their manifests record
 them, and each pass's phases under it: backend start, calibration, operators, engine replays),
-the training tokens/s and their share of this machine's matmul peak (``train/throughput.py``;
+the training tokens/s and their share of the matmul peak of the cores they had (the machine's,
+measured on every core, times their share of the cores; ``train/throughput.py``;
 the tokens the trainer ran, which under ``packed_attention=shared_prefix`` leave out the prompt
 start a row's examples share), the pooled held-out figures and the parity, and writes them to
 ``<root>/heldout.json``, with the steps and phases drawn on a timeline per core in
@@ -49,7 +54,7 @@ from eval.loo import PHASES
 from eval.parity import parity as decoding_parity
 from eval.plan import AdapterMismatch, steps
 from eval.report import cell
-from eval.timeline import PASS_STAGE, SIDE_BY_SIDE, phase_row, plot
+from eval.timeline import IN_LANES, PASS_STAGE, SIDE_BY_SIDE, phase_row, plot
 from train.config import train_config
 from train.cpu import cpu_model, matmul_flags, native_bf16
 from train.throughput import flops_per_token, matmul_peak, token_mix
@@ -58,48 +63,59 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = "scripts/bench_heldout.py"
 
 
-def run(name: str, argv: list[str], log: Path) -> float:
-    """Run one child with its output written to ``log``; its wall seconds."""
-    return side_by_side({name: (argv, log)}, [os.sched_getaffinity(0)])[name]
+def run(name: str, argv: list[str], log: Path, clock: float) -> dict:
+    """Run one child on every core, with its output written to ``log``; see ``in_lanes``."""
+    return in_lanes({name: (argv, log)}, [os.sched_getaffinity(0)], clock)[name]
 
 
-def side_by_side(children: dict[str, tuple[list[str], Path]], cores: list[set[int]]) -> dict[str, float]:
-    """Run children at once, the i-th on ``cores[i]`` (its torch threads and vLLM's follow the
-    affinity it inherits), each writing to its log; each one's wall seconds. A failure stops
-    the others: what they finished is kept, and a rerun resumes it."""
-    began = time.perf_counter()
+def in_lanes(jobs: dict[str, tuple[list[str], Path]], lanes: list[set[int]], clock: float) -> dict[str, dict]:
+    """Run jobs on lanes of cores: each lane takes the next job in order once its last one has
+    ended, so the first ``len(lanes)`` start at once (a job's torch threads and vLLM's follow the
+    affinity it inherits). Each writes to its log. Returns each job's ``cores``, ``start``
+    (seconds since ``clock``) and wall ``seconds``. A failure stops the others: what they
+    finished is kept, and a rerun resumes it."""
     own = os.sched_getaffinity(0)
-    running = {}
-    for (name, (argv, log)), cpus in zip(children.items(), cores, strict=True):
-        print(f"[{name}] on cores {sorted(cpus)}: {' '.join(argv)}\n  log: {log}", flush=True)
-        os.sched_setaffinity(0, cpus)  # the child inherits it; no preexec_fn in a threaded parent
-        try:
-            with log.open("w") as out:
-                running[name] = subprocess.Popen(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-        finally:
-            os.sched_setaffinity(0, own)
-    seconds = {}
-    while running:
+    queue, free = list(jobs.items()), list(range(len(lanes)))
+    running: dict[str, tuple[subprocess.Popen, int, float]] = {}
+    ran = {}
+    while queue or running:
+        while queue and free:
+            lane, (name, (argv, log)) = free.pop(0), queue.pop(0)
+            print(f"[{name}] on cores {sorted(lanes[lane])}: {' '.join(argv)}\n  log: {log}", flush=True)
+            os.sched_setaffinity(0, lanes[lane])  # the child inherits it; no preexec_fn in a threaded parent
+            try:
+                with log.open("w") as out:
+                    child = subprocess.Popen(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+            finally:
+                os.sched_setaffinity(0, own)
+            running[name] = (child, lane, time.perf_counter())
         time.sleep(1)
-        for name, child in list(running.items()):
+        for name, (child, lane, began) in list(running.items()):
             if (code := child.poll()) is None:
                 continue
             del running[name]
-            seconds[name] = time.perf_counter() - began
+            seconds = time.perf_counter() - began
             if code != 0:
-                for other in running.values():
+                for other, *_ in running.values():
                     other.terminate()
                     other.wait()
-                log = children[name][1]
-                sys.exit(f"[{name}] failed with exit code {code} after {seconds[name]:.0f} s; see {log}")
-            print(f"[{name}] {seconds[name]:.0f} s", flush=True)
-    return seconds
+                sys.exit(f"[{name}] failed with exit code {code} after {seconds:.0f} s; see {jobs[name][1]}")
+            print(f"[{name}] {seconds:.0f} s", flush=True)
+            start = round(began - clock, 1)
+            ran[name] = {"cores": sorted(lanes[lane]), "start": start, "seconds": round(seconds, 1)}
+            free = sorted([*free, lane])
+    return ran
 
 
 def halves(cores: set[int]) -> list[set[int]]:
-    """The cores in two halves, lowest first: the hf pass's and the vLLM pass's."""
+    """The cores in two halves, lowest first: two lanes (the hf pass's and the vLLM pass's)."""
     ordered = sorted(cores)
     return [set(ordered[: len(ordered) // 2]), set(ordered[len(ordered) // 2 :])]
+
+
+def span(ran: dict[str, dict]) -> float:
+    """The wall seconds of jobs run in lanes, from the first start to the last end."""
+    return max(r["start"] + r["seconds"] for r in ran.values()) - min(r["start"] for r in ran.values())
 
 
 def cost(config: dict, datasets: Path) -> float:
@@ -124,6 +140,11 @@ def main() -> None:
         "--passes-apart",
         action="store_true",
         help="run the hf and vLLM passes one after the other on every core, not side by side",
+    )
+    parser.add_argument(
+        "--training-apart",
+        action="store_true",
+        help="train the adapters one after the other on every core, not two at a time",
     )
     parser.add_argument("overrides", nargs="*", help="Hydra overrides for every step")
     args = parser.parse_args()
@@ -150,32 +171,43 @@ def main() -> None:
     if native_bf16():
         peaks["bf16"] = matmul_peak("bfloat16")
     configs, logs, py = root / "configs", root / "logs", sys.executable
-    walls = {}
+    cores, clock = os.sched_getaffinity(0), time.perf_counter()
+    walls, schedule = {}, {}  # walls: the steps one after another (a group in lanes is one)
+
+    def alone(name: str, argv: list[str], log: Path) -> None:
+        schedule[name] = run(name, argv, log, clock)
+        walls[name] = schedule[name]["seconds"]
+
+    def grouped(jobs: dict[str, tuple[list[str], Path]], apart: bool, group: str) -> None:
+        if apart or len(cores) < 2 or len(jobs) < 2:
+            for name, job in jobs.items():
+                alone(name, *job)
+            return
+        ran = in_lanes(jobs, halves(cores), clock)
+        schedule.update(ran)
+        walls[group] = span(ran)
+
     if plan.base_missing:
         make = [py, "scripts/make_model.py", cfg.model.name, "--path", str(model_path)]
-        walls["model"] = run("model", make, logs / "model.log")
+        alone("model", make, logs / "model.log")
     if plan.unbuilt:
         write_config(configs / "prepare.yaml", "data", cfg.data(progress=False), by=BENCH)
         data = [py, "scripts/build_data.py", "--config-dir", str(configs), "--config-name", "prepare"]
-        walls["datasets"] = run("datasets", data, logs / "datasets.log")
-    for fold, op in plan.untrained:
+        alone("datasets", data, logs / "datasets.log")
+    trainings = {}
+    for fold, op in sorted(plan.untrained, key=lambda fold_op: -cfg.steps.get(fold_op[1], 0)):
         write_config(
             configs / "train" / f"{op}.yaml", "train", train_config(cfg, fold, op, prepare=False), by=BENCH
         )
         train = [py, "train.py", "--config-dir", str(configs / "train"), "--config-name", op]
-        walls[f"train {op}"] = run(f"train {op}", train, logs / f"train-{op}.log")
+        trainings[f"train {op}"] = (train, logs / f"train-{op}.log")
+    grouped(trainings, args.training_apart, IN_LANES)
     loo = [py, "scripts/loo.py", "--config-name", args.config_name, *where]
     passes = {
         "hf": ([*loo, "run=hf"], logs / "hf.log"),
         "vllm": ([*loo, "run=vllm", "backend=vllm"], logs / "vllm.log"),
     }
-    cores = os.sched_getaffinity(0)
-    if args.passes_apart or len(cores) < 2:
-        took = {name: run(name, *child) for name, child in passes.items()}
-        walls |= took
-    else:
-        took = side_by_side(passes, halves(cores))
-        walls[SIDE_BY_SIDE] = max(took.values())
+    grouped(passes, args.passes_apart, SIDE_BY_SIDE)
     parity = decoding_parity(root / "loo" / "hf", root / "loo" / "vllm")
 
     stages = {"model build": json.loads((model_path / "build.json").read_text())["seconds"]}
@@ -189,19 +221,21 @@ def main() -> None:
         rate = m["tokens_seen"] / m["wall_seconds"]
         gflops = rate * cost(m["config"], root / "datasets") / 1e9
         precision = m["device"]["precision"]
+        # The peak was measured on every core; a training in a lane is held to its cores' share.
+        used = len(schedule.get(f"train {op}", {}).get("cores", cores))
         training[op] = {
             "steps": m["global_step"],
             "tokens": m["tokens_seen"],
             "tokens_per_second": round(rate, 1),
             "gflops": round(gflops, 1),
             "precision": precision,
-            "share_of_peak": round(gflops / peaks[precision], 3),
+            "cores": used,
+            "share_of_peak": round(gflops / (peaks[precision] * used / len(cores)), 3),
             "eval_loss": m["eval_loss"],
         }
-    if SIDE_BY_SIDE in walls:
-        stages[SIDE_BY_SIDE] = walls[SIDE_BY_SIDE]
+    stages |= {group: walls[group] for group in (IN_LANES, SIDE_BY_SIDE) if group in walls}
     for backend, stage in PASS_STAGE.items():
-        stages[stage] = took[backend]
+        stages[stage] = schedule[backend]["seconds"]
         phases = json.loads((root / "loo" / backend / "manifest.json").read_text())["phases"]
         stages |= {phase_row(backend, phase): phases[phase] for phase in PHASES if phases[phase]}
     summary = json.loads((root / "loo" / "hf" / "summary.json").read_text())
@@ -211,6 +245,7 @@ def main() -> None:
         "cpu": f"{cpu_model()} ({' '.join(matmul_flags())})",
         "matmul_peak_gflops": {k: round(v, 1) for k, v in peaks.items()},
         "wall_seconds": {**walls, "total": sum(walls.values())},
+        "schedule": schedule,
         "stages": {k: round(v, 1) for k, v in stages.items()},
         "training": training,
         "pooled": summary["mean"],
@@ -232,7 +267,7 @@ def main() -> None:
         rate, share = t["tokens_per_second"], t["share_of_peak"]
         print(
             f"  {op:16s} {t['steps']:4d} steps, {t['tokens']:7d} tokens, {rate:6.1f} tokens/s, "
-            f"{t['gflops']:5.0f} GFLOP/s = {share:.0%} of the {t['precision']} peak"
+            f"{t['gflops']:5.0f} GFLOP/s on {t['cores']} core(s) = {share:.0%} of their {t['precision']} peak"
         )
     print("\npooled held-out, exact match / claim F1 with 95% CIs:")
     for variant in summary["mean"]:

@@ -1,4 +1,5 @@
-"""scripts/bench_heldout.py's children side by side: each on its own cores, a failure stops the rest."""
+"""scripts/bench_heldout.py's children in lanes: each on its lane's cores, the next job on the first
+lane free, and a failure stops the rest."""
 
 from __future__ import annotations
 
@@ -43,8 +44,8 @@ def test_children_run_at_once_each_on_its_half(tmp_path: Path) -> None:
         "hf": ([sys.executable, "-c", MEET, str(a), str(c)], tmp_path / "hf.log"),
         "vllm": ([sys.executable, "-c", MEET, str(c), str(a)], tmp_path / "vllm.log"),
     }
-    took = b.side_by_side(children, cores)
-    assert set(took) == {"hf", "vllm"}
+    ran = b.in_lanes(children, cores, clock=0.0)
+    assert [ran[n]["cores"] for n in ("hf", "vllm")] == [sorted(cores[0]), sorted(cores[1])]
     assert a.read_text() == " ".join(map(str, sorted(cores[0])))
     assert c.read_text() == " ".join(map(str, sorted(cores[1])))
     assert not cores[0] & cores[1]
@@ -64,6 +65,23 @@ def test_a_failure_stops_the_others_and_names_its_log(tmp_path: Path) -> None:
     }
     own = os.sched_getaffinity(0)
     with pytest.raises(SystemExit, match=r"\[hf\] failed with exit code 3 after .* see .*hf\.log"):
-        b.side_by_side(children, [own, own])
+        b.in_lanes(children, [own, own], clock=0.0)
     with pytest.raises(ProcessLookupError):  # stopped and reaped, not left running
         os.kill(int(pid.read_text()), 0)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to split")
+def test_a_job_past_the_lanes_waits_for_the_first_lane_free(tmp_path: Path) -> None:
+    b = bench()
+    cores = b.halves(os.sched_getaffinity(0))
+    gate = tmp_path / "gate"
+    # "long" ends only once "last" has run, so "last" must start on the lane "short" frees.
+    children = {
+        "long": ([sys.executable, "-c", MEET, str(tmp_path / "long"), str(gate)], tmp_path / "long.log"),
+        "short": ([sys.executable, "-c", "pass"], tmp_path / "short.log"),
+        "last": ([sys.executable, "-c", MEET, str(gate), str(tmp_path / "long")], tmp_path / "last.log"),
+    }
+    ran = b.in_lanes(children, cores, clock=0.0)
+    assert [ran[n]["cores"] for n in ("long", "short", "last")] == [sorted(cores[0]), *[sorted(cores[1])] * 2]
+    assert ran["last"]["start"] >= ran["short"]["start"] + ran["short"]["seconds"] - 0.1  # rounded to 0.1 s
+    assert b.span(ran) >= ran["long"]["seconds"]
