@@ -60,12 +60,13 @@ def lane_name(cores: list[int], every: set[int]) -> str:
 
 
 def spans(result: dict[str, Any]) -> list[Span]:
-    """A benchmark's steps and each pass's phases, each on the lane of its cores, and the idle
-    stretches of a lane while another lane still runs."""
+    """A benchmark's steps and each pass's phases, each on the lane of its cores, in the order
+    they started (the lowest cores first), and the idle stretches of a lane while another lane
+    still runs."""
     schedule, stages = result["schedule"], result["stages"]
     every = set().union(*(step["cores"] for step in schedule.values()))
     out = []
-    for name, step in schedule.items():
+    for name, step in sorted(schedule.items(), key=lambda item: (item[1]["start"], item[1]["cores"])):
         where = lane_name(step["cores"], every)
         out.append(Span(where, f"{name} pass" if name in PASSES else name, step["start"], step["seconds"]))
         if name in PASSES:

@@ -17,9 +17,9 @@ def result(lanes: bool) -> dict:
     schedule = {"model": (BOTH, 0, 20), "datasets": (BOTH, 21, 25)}
     if lanes:
         schedule |= {
-            "train compare": (LOW, 47, 700),
-            "train update": (HIGH, 47, 300),
+            "train update": (HIGH, 47, 300),  # in the order they ended, as bench_heldout writes them
             "train extract-stages": (HIGH, 348, 300),
+            "train compare": (LOW, 47, 700),
             "hf": (LOW, 748, 1000),
             "vllm": (HIGH, 748, 900),
         }
@@ -53,6 +53,7 @@ def result(lanes: bool) -> dict:
 def test_steps_in_lanes_sit_on_their_cores_and_the_shorter_lane_idles() -> None:
     drawn = spans(result(lanes=True))
     assert [(s.label, s.start) for s in drawn if s.lane == ALL_CORES] == [("model", 0), ("datasets", 21)]
+    assert list(dict.fromkeys(s.lane for s in drawn)) == [ALL_CORES, "core 0", "core 1"]
     low = [s for s in drawn if s.lane == "core 0"]
     high = [s for s in drawn if s.lane == "core 1"]
     assert [s.label for s in low] == [
