@@ -84,4 +84,8 @@ def test_a_job_past_the_lanes_waits_for_the_first_lane_free(tmp_path: Path) -> N
     ran = b.in_lanes(children, cores, clock=0.0)
     assert [ran[n]["cores"] for n in ("long", "short", "last")] == [sorted(cores[0]), *[sorted(cores[1])] * 2]
     assert ran["last"]["start"] >= ran["short"]["start"] + ran["short"]["seconds"] - 0.1  # rounded to 0.1 s
-    assert b.span(ran) >= ran["long"]["seconds"]
+
+
+def test_the_span_of_jobs_in_lanes_runs_from_the_first_start_to_the_last_end() -> None:
+    ran = {"a": {"start": 10.0, "seconds": 5.0}, "b": {"start": 12.0, "seconds": 10.0}}
+    assert bench().span(ran) == 12.0
