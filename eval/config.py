@@ -82,6 +82,12 @@ class LooConfig(TrainingRun):
     replay: bool = True
     """Replay every held-out trajectory through the engine after scoring (the report's engine
     rows); a parity pass compares operator outputs and can leave it out."""
+    wait_for_training_s: float = 0.0
+    """0: the run trains the adapters it lacks, then scores. Above 0: other jobs are training
+    them (``scripts/bench_heldout.py`` starts the hf pass beside the last training): the run
+    trains none and waits up to this long for each. ``hf`` scores meanwhile what the finished
+    adapters serve and loads each other one once it is finished; ``vllm`` waits for them all,
+    since its server loads its adapters when it starts."""
     batch: int = 32
     """Samples per operator call; records are flushed after each batch."""
     progress: bool = True
@@ -117,6 +123,8 @@ class LooConfig(TrainingRun):
             raise ValueError(f"calibration_notes={self.calibration_notes}: must be 1 or more")
         if self.batch < 1:
             raise ValueError(f"batch={self.batch}: samples per operator call must be 1 or more")
+        if self.wait_for_training_s < 0:
+            raise ValueError(f"wait_for_training_s={self.wait_for_training_s}: must be 0 (off) or more")
         known_names("extract_modes", self.extract_modes or [], list(EXTRACT_MODES))
         for mode in set(STAGED_MODES) & set(self.extract_modes or []):
             if not self.extract_stages:

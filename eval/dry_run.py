@@ -46,11 +46,15 @@ def loo_plan(cfg: LooConfig) -> dict[str, Any]:
     out: dict[str, Any] = {
         "build": plan.missing(cfg.model),
         "train": [],
+        "wait": [],
         "calibrate": [],
         "score": [],
         "replay": [],
     }
     for fold, op in plan.untrained:
+        if cfg.wait_for_training_s:  # other jobs train them
+            out["wait"].append({"fold": fold, "op": op})
+            continue
         adapter = training_plan(train_config(cfg, fold, op))
         out["train"].append({"fold": fold, "op": op, **adapter})
     latency = recorded_latency(cfg)
@@ -99,6 +103,11 @@ def describe_loo(cfg: LooConfig, plan: dict[str, Any]) -> str:
     for t in plan["train"]:
         what = t.get("missing") or f"{t['steps']} steps; {t['estimate']}"
         lines.append(f"  {t['fold']}/{t['op']}: {what}")
+    if plan["wait"]:
+        lines.append(
+            f"wait up to {cfg.wait_for_training_s:g} s for the adapters other jobs are training: "
+            + ", ".join(f"{w['fold']}/{w['op']}" for w in plan["wait"])
+        )
     for c in plan["calibrate"]:
         what = "placed already" if c["placed"] else f"{c['notes']} validation notes, each against its catalog"
         lines.append(f"calibrate the scoring threshold of {c['fold']}'s adapters: {what}")

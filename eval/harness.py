@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from eval.records import Record, Records
 from memory.claims import norm
 from memory.reader import answer
 from operators.engine import replay
-from operators.learned import Extraction, LearnedOperators, Outcome
+from operators.learned import Extraction, LearnedOperators, Outcome, mode_adapter
 from operators.registry import DECISIONS, EXTRACT, OPERATORS, OPS
 from operators.symbolic import prompt_key
 
@@ -88,6 +88,13 @@ def extract_mode(variant: str) -> str | None:
     if variant == DECISIONS_ONLY:
         return None
     return PROMPTED_EXTRACT if variant == "prompted" else variant
+
+
+def adapter_of(op: str, variant: str) -> str | None:
+    """The adapter that scores ``op`` under ``variant``; None: the bare base or the rules."""
+    if variant in ("prompted", "symbolic"):
+        return None
+    return mode_adapter(variant) if op == EXTRACT.name else op
 
 
 def extract_records(fold: str, variant: str, examples: Sequence[dict], episode: Episode, ops) -> list[Record]:
@@ -213,12 +220,14 @@ def score_fold(
     modes: Sequence[str],
     batch: int = 32,
     progress: bool = True,
+    missing: Collection[str] = (),
 ) -> None:
     """Score every (op, variant) of one fold's test examples that is not recorded yet.
 
     ``ops`` runs the adapters; the prompted variant runs the same backend without them.
     ``modes``: the learned extraction variants (``two-stage-trained`` needs the backend to hold
-    the ``extract-stages`` adapter)."""
+    the ``extract-stages`` adapter). ``missing``: adapters still in training; what they would
+    score is left for a later call."""
     on = _variants(ops)
     tests = {op: load_test(datasets_dir, fold, op) for op in OPS}
     # Decisions first: one short call per example, so a run cut short still has them.
@@ -231,6 +240,8 @@ def score_fold(
             (EXTRACT.name, variant, lambda ex, v=variant: extract_records(fold, v, ex, episode, on(v)))
         )
     for op, variant, score in jobs:
+        if adapter_of(op, variant) in missing:
+            continue
         todo = [e for e in tests[op] if not records.done(fold, op, variant, e["id"])]
         with tqdm(
             total=len(tests[op]),

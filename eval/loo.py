@@ -21,13 +21,13 @@ from data.replay import load_trajectory
 from eval.calibration import calibrate, calibration_json
 from eval.config import LooConfig
 from eval.harness import load_test, replay_fold, score_fold
-from eval.plan import steps
+from eval.plan import check_trained_as, steps
 from eval.records import Records, RecordsError
 from eval.report import build_report
 from operators.backends.factory import ServedBackend, open_backend
 from operators.backends.hf import HFBackend
 from operators.backends.symbolic import SymbolicBackend
-from operators.learned import LearnedOperators
+from operators.learned import LearnedOperators, mode_adapter
 from operators.registry import DECISIONS, OPS
 from train.builds import ensure_model
 from train.card import record_heldout
@@ -76,6 +76,29 @@ def train_adapters(cfg: LooConfig, fold: str, ops: list[str]) -> None:
         print(
             f"{fold}: {op} adapter: eval loss {manifest['eval_loss']:.4f}, {manifest['wall_seconds']:.0f} s"
         )
+
+
+POLL_S = 10.0
+"""How often a run waiting for adapters looks for their manifests."""
+
+
+def wait_for_adapters(cfg: LooConfig, fold: str, ops: list[str]) -> None:
+    """Wait until other jobs have finished training ``fold``'s ``ops`` adapters, up to
+    ``wait_for_training_s`` in all; each is then held to the settings this run would have
+    trained it with, as a finished adapter found at the start is (``eval.plan``)."""
+    deadline = time.monotonic() + cfg.wait_for_training_s
+    for op in ops:
+        adapter = adapters_path(cfg.adapters_dir, cfg.model.name, fold, op)
+        if not adapter_finished(adapter):
+            print(f"{fold}: waiting for the {op} adapter, in training elsewhere ({adapter})", flush=True)
+        while not adapter_finished(adapter):
+            if (left := deadline - time.monotonic()) <= 0:
+                raise TimeoutError(
+                    f"{adapter}: not finished after wait_for_training_s={cfg.wait_for_training_s:g} s "
+                    f"(is its training running? its log says; wait_for_training_s=0 trains it here)"
+                )
+            time.sleep(min(POLL_S, left))
+        check_trained_as(cfg, fold, op, adapter, data_ready=True)
 
 
 def adapters_of(cfg: LooConfig, fold: str) -> Path:
@@ -171,7 +194,16 @@ def threshold(cfg: LooConfig, out: Path, fold: str, ops: LearnedOperators) -> fl
     return float(said["threshold"])
 
 
-PHASES = ("datasets", "base", "training", "backend start", "calibration", "operators", "engine replays")
+PHASES = (
+    "datasets",
+    "base",
+    "training",
+    "adapter wait",
+    "backend start",
+    "calibration",
+    "operators",
+    "engine replays",
+)
 """Where a run's wall time goes, in the manifest's ``phases``: a pass's model calls are one share
 of it, and the figures say which part of a slow pass to work on (issue 26). Like
 ``wall_seconds``, they time this process: a resumed run's are those of what it had left."""
@@ -216,18 +248,29 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
     for folds in [cfg.folds] if cfg.adapters_fold else [[f] for f in cfg.folds]:
         episodes = {f: load_trajectory(f, cfg.sources()) for f in folds}
         name = cfg.adapters_fold or folds[0]  # whose adapters serve these folds
-        adapters = None
+        adapters, elsewhere = None, []  # elsewhere: adapters other jobs are training
         if cfg.backend.kind != "symbolic":
-            with timed(phases, "training"):
-                train_adapters(cfg, name, plan.trains(name))
+            if cfg.wait_for_training_s:
+                elsewhere = plan.trains(name)
+            else:
+                with timed(phases, "training"):
+                    train_adapters(cfg, name, plan.trains(name))
+            if elsewhere and cfg.backend.kind != "hf":  # a server loads its adapters as it starts
+                with timed(phases, "adapter wait"):
+                    wait_for_adapters(cfg, name, elsewhere)
+                elsewhere = []
             adapters = adapters_of(cfg, folds[0])
         log = out / "logs" / f"serve-{name}.log"
-        needs = cfg.served_adapters()
+        needs = [a for a in cfg.served_adapters() if a not in elsewhere]
         with ExitStack() as stack:
             with timed(phases, "backend start"):
                 backend = stack.enter_context(
                     open_backend(cfg.backend, cfg.model, adapters, list(episodes.values()), log, needs)
                 )
+            # hf: the adapters still in training, loaded once they finish; one that finished
+            # since the plan was loaded with the others, and is checked as they were.
+            missing = [a for a in elsewhere if isinstance(backend, HFBackend) and a not in backend.adapters]
+            wait_for_adapters(cfg, name, [a for a in elsewhere if a not in missing])
             if isinstance(backend, SymbolicBackend):
                 for fold in folds:
                     for op in DECISIONS:
@@ -236,18 +279,28 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
             if isinstance(backend, ServedBackend):
                 serving[name] = backend.describe()
             ops = LearnedOperators(backend, favour_note=cfg.favour_note)
-            if "two-stage-scored" in cfg.learned_modes() and not isinstance(backend, SymbolicBackend):
-                with timed(phases, "calibration"):
-                    ops.threshold = threshold(cfg, out, name, ops)
-            # Every fold's operator scores first, then the engine replays (the slow part), so a
-            # run stopped early still has the operator table for every fold.
             data, modes = Path(cfg.datasets_dir), cfg.learned_modes()
-            for fold, episode in episodes.items():
-                with timed(phases, "operators"):
-                    score_fold(fold, data, episode, ops, records, modes, cfg.batch, cfg.progress)
-                if isinstance(backend, HFBackend) and backend.stems is not None:
-                    backend.stems.clear()  # no later call asks about this fold's notes
-                print(f"{fold}: operators scored ({len(records.records)} records so far)", flush=True)
+            uncalibrated = "two-stage-scored" in modes and not isinstance(backend, SymbolicBackend)
+            # Every fold's operator scores first, then the engine replays (the slow part), so a
+            # run stopped early still has the operator table for every fold. A run that waits
+            # for adapters in training scores what the loaded ones serve, then loads the others.
+            while True:
+                if uncalibrated and mode_adapter("two-stage-scored") not in missing:
+                    with timed(phases, "calibration"):
+                        ops.threshold = threshold(cfg, out, name, ops)
+                    uncalibrated = False
+                for fold, episode in episodes.items():
+                    with timed(phases, "operators"):
+                        score_fold(fold, data, episode, ops, records, modes, cfg.batch, cfg.progress, missing)
+                    if isinstance(backend, HFBackend) and backend.stems is not None:
+                        backend.stems.clear()  # no later call asks about this fold's notes
+                    print(f"{fold}: operators scored ({len(records.records)} records so far)", flush=True)
+                if not missing:
+                    break
+                with timed(phases, "adapter wait"):
+                    wait_for_adapters(cfg, name, missing)
+                    backend.add_adapters({a: Path(adapters) / a for a in missing})
+                missing = []
             if cfg.replay:
                 for fold, episode in episodes.items():
                     with timed(phases, "engine replays"):

@@ -11,6 +11,7 @@ completion.
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import json
 import time
@@ -385,22 +386,43 @@ class HFBackend:
     @classmethod
     def load(cls, model_cfg: Any, adapters: Mapping[str, str | Path], batch_size: int = 8) -> HFBackend:
         """Load the base as training did (4-bit when the model config says so), then the adapters."""
-        from peft import PeftModel
-
         from core.models import load_model
 
         deterministic_cpu()
         for name, path in adapters.items():  # before the base: a bad adapter fails in a second
             check_adapter(name, path)
         model, tokenizer = load_model(model_cfg)
-        names = list(adapters)
-        if names:
-            first = names[0]
-            model = PeftModel.from_pretrained(model, str(adapters[first]), adapter_name=PREFIX + first)
-            for name in names[1:]:
-                model.load_adapter(str(adapters[name]), adapter_name=PREFIX + name)
         model.eval()
-        return cls(model, tokenizer, batch_size)
+        backend = cls(model, tokenizer, batch_size)
+        backend.add_adapters(adapters)
+        return backend
+
+    def add_adapters(self, adapters: Mapping[str, str | Path]) -> None:
+        """Load more adapters beside those loaded: a run that started while one was still in
+        training loads it once it is finished (``LooConfig.wait_for_training_s``)."""
+        from peft import PeftModel
+
+        for name, path in adapters.items():
+            check_adapter(name, path)
+        # peft maps an adapter's keys through the model's ``state_dict()``, and bitsandbytes
+        # answers that by unpacking every 4-bit weight it packed for its CPU kernel at the first
+        # forward pass; packed again, their scales differ in the last bits (the tiny model's
+        # pair scores moved by 3%). The packed weights are put back as they were, so an adapter
+        # loaded late scores as one loaded at the start.
+        packed = [
+            (w, w.data, copy.deepcopy(w.quant_state))
+            for w in self.model.parameters()
+            if getattr(getattr(w, "quant_state", None), "packing_format_for_cpu", False)
+        ]
+        for name, path in adapters.items():
+            if isinstance(self.model, PeftModel):
+                self.model.load_adapter(str(path), adapter_name=PREFIX + name)
+            else:
+                self.model = PeftModel.from_pretrained(self.model, str(path), adapter_name=PREFIX + name)
+        for w, data, state in packed:
+            w.data, w.quant_state = data, state
+        self.model.eval()
+        self.adapters = (*self.adapters, *adapters)
 
     def too_long(self, request: Request) -> str | None:
         """Why the model cannot take this request, as vLLM refuses it (HTTP 400): the prompt and

@@ -87,3 +87,7 @@ def test_loo_dry_run_prints_the_plan_and_writes_nothing(
     assert "patch-guardrails compare learned:" in out and "examples" in out
     assert "replay the engine:" in out and "patch-guardrails decisions:" in out
     assert not list(tmp_path.iterdir())
+    waiting = run(*proc.args[1:], "wait_for_training_s=600")  # how the held-out benchmark starts hf
+    assert waiting.returncode == 0, waiting.stderr[-3000:]
+    assert "train: 0 adapter(s)" in waiting.stdout
+    assert "wait up to 600 s for the adapters other jobs are training: synthetic/extract, " in waiting.stdout
