@@ -20,6 +20,9 @@ IN_LANES = "adapters, trained two at a time"
 """The wall of the adapters' training on two lanes, each on half the cores."""
 SIDE_BY_SIDE = "hf and vllm passes, side by side"
 """The wall of the two passes run at once, each on half the cores."""
+OVERLAPPED = "adapters and passes, in lanes"
+"""The wall of the trainings and the passes on two lanes, each pass starting on the first lane
+free (the hf pass beside the last training)."""
 PASS_STAGE = {"hf": "hf pass: scoring and replays", "vllm": "vllm pass (server start included)"}
 """Each pass's row in ``stages``, in the order the passes run when apart."""
 PASSES = tuple(PASS_STAGE)

@@ -12,20 +12,28 @@ excepted (``model.lora.layers_to_transform=[15,...,29]`` benchmarks a recipe cha
    after the other on all of them). Compare and update, each on one core beside the other, ran
    at 0.63 and 0.65 of their speed alone on both: 1.28 times the work a second, as long as both
    lanes have work (docs/speed.md, "Two adapters at a time");
-3. ``scripts/loo.py --config-name <config>``: the five folds on ``hf``, engine replays included;
+3. ``scripts/loo.py --config-name <config>``: the five folds on ``hf``, engine replays included,
+   on the first lane the trainings leave: it scores what the finished adapters serve and waits
+   for those still in training (``wait_for_training_s``), loading each once it is finished. In
+   the three-adapter run, compare's training took 4.2 min longer than update's and
+   extract-stages' one after the other, and that lane had idled through them (docs/speed.md,
+   "The hf pass beside the last training");
 4. the same config with ``backend=vllm``: the same pass, every variant and engine replay, on one
-   vLLM server holding the same adapters. The two passes run at once, each pinned to half the
-   cores (``--passes-apart``: one after the other on all of them). On 2 cores a pass ran 1.4 to
-   1.6 times as fast on both as on one beside the other (small matrices, one token at a time),
-   so the two passes side by side took a fifth less time than in a row, with the same raw text
-   (docs/speed.md, "The two scoring passes side by side");
+   vLLM server holding the same adapters, on the next lane free once every training has ended
+   (its server loads the adapters as it starts). The two passes run at once, each pinned to
+   half the cores (``--passes-apart``: one after the other on all of them; with either
+   ``--...-apart`` option the passes start once every training has ended). On 2 cores a pass ran
+   1.4 to 1.6 times as fast on both as on one beside the other (small matrices, one token at a
+   time), so the two passes side by side took a fifth less time than in a row, with the same
+   raw text (docs/speed.md, "The two scoring passes side by side");
 5. the parity of the two runs per operator and variant (``eval/parity.py``): identical raw text
    for every model call, identical final values and answers for every replay.
 
 Scoring runs in a process that trained nothing: the hf pass decoded about a fifth slower in the
 process that had trained the adapters (docs/speed.md, "The shared start in training"). Then it
 prints the wall time of each step (the adapters' and the model's as their manifests record
-them, and each pass's phases under it: backend start, calibration, operators, engine replays),
+them, and each pass's phases under it: adapter wait, backend start, calibration, operators,
+engine replays),
 the training tokens/s and their share of the matmul peak of the cores they had (the machine's,
 measured on every core, times their share of the cores; ``train/throughput.py``;
 the tokens the trainer ran, which under ``packed_attention=shared_prefix`` leave out the prompt
@@ -45,6 +53,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from core.config import compose_config, write_config
@@ -54,13 +63,16 @@ from eval.loo import PHASES
 from eval.parity import parity as decoding_parity
 from eval.plan import AdapterMismatch, steps
 from eval.report import cell
-from eval.timeline import IN_LANES, PASS_STAGE, SIDE_BY_SIDE, phase_row, plot
+from eval.timeline import IN_LANES, OVERLAPPED, PASS_STAGE, SIDE_BY_SIDE, phase_row, plot
 from train.config import train_config
 from train.cpu import cpu_model, matmul_flags, native_bf16
 from train.throughput import flops_per_token, matmul_peak, token_mix
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = "scripts/bench_heldout.py"
+TRAINING_WAIT_S = 24 * 3600
+"""How long the hf pass may wait for an adapter still in training: a failed training stops it
+sooner (``in_lanes``), so this bound only ends a wait nothing else would."""
 
 
 def run(name: str, argv: list[str], log: Path, clock: float) -> dict:
@@ -68,19 +80,29 @@ def run(name: str, argv: list[str], log: Path, clock: float) -> dict:
     return in_lanes({name: (argv, log)}, [os.sched_getaffinity(0)], clock)[name]
 
 
-def in_lanes(jobs: dict[str, tuple[list[str], Path]], lanes: list[set[int]], clock: float) -> dict[str, dict]:
+def in_lanes(
+    jobs: dict[str, tuple[list[str], Path]],
+    lanes: list[set[int]],
+    clock: float,
+    after: Mapping[str, Collection[str]] | None = None,
+) -> dict[str, dict]:
     """Run jobs on lanes of cores: each lane takes the next job in order once its last one has
     ended, so the first ``len(lanes)`` start at once (a job's torch threads and vLLM's follow the
-    affinity it inherits). Each writes to its log. Returns each job's ``cores``, ``start``
-    (seconds since ``clock``) and wall ``seconds``. A failure stops the others: what they
-    finished is kept, and a rerun resumes it."""
-    own = os.sched_getaffinity(0)
+    affinity it inherits). A job named in ``after`` is passed over until the jobs it names have
+    ended. Each writes to its log. Returns each job's ``cores``, ``start`` (seconds since
+    ``clock``) and wall ``seconds``. A failure stops the others: what they finished is kept, and
+    a rerun resumes it."""
+    own, after = os.sched_getaffinity(0), after or {}
+    unknown = {name: set(need) - set(jobs) for name, need in after.items() if set(need) - set(jobs)}
+    if unknown:
+        raise ValueError(f"after: jobs that are not given: {unknown}")
     queue, free = list(jobs.items()), list(range(len(lanes)))
     running: dict[str, tuple[subprocess.Popen, int, float]] = {}
     ran = {}
     while queue or running:
-        while queue and free:
-            lane, (name, (argv, log)) = free.pop(0), queue.pop(0)
+        while free and (job := next((j for j in queue if set(after.get(j[0], ())) <= set(ran)), None)):
+            queue.remove(job)
+            lane, (name, (argv, log)) = free.pop(0), job
             print(f"[{name}] on cores {sorted(lanes[lane])}: {' '.join(argv)}\n  log: {log}", flush=True)
             os.sched_setaffinity(0, lanes[lane])  # the child inherits it; no preexec_fn in a threaded parent
             try:
@@ -89,6 +111,8 @@ def in_lanes(jobs: dict[str, tuple[list[str], Path]], lanes: list[set[int]], clo
             finally:
                 os.sched_setaffinity(0, own)
             running[name] = (child, lane, time.perf_counter())
+        if queue and not running:
+            raise ValueError(f"after: {', '.join(name for name, _ in queue)} wait on each other")
         time.sleep(1)
         for name, (child, lane, began) in list(running.items()):
             if (code := child.poll()) is None:
@@ -139,12 +163,14 @@ def main() -> None:
     parser.add_argument(
         "--passes-apart",
         action="store_true",
-        help="run the hf and vLLM passes one after the other on every core, not side by side",
+        help="run the hf and vLLM passes one after the other on every core, not side by side, "
+        "once every training has ended",
     )
     parser.add_argument(
         "--training-apart",
         action="store_true",
-        help="train the adapters one after the other on every core, not two at a time",
+        help="train the adapters one after the other on every core, not two at a time, and start "
+        "the passes once every training has ended",
     )
     parser.add_argument("overrides", nargs="*", help="Hydra overrides for every step")
     args = parser.parse_args()
@@ -201,13 +227,21 @@ def main() -> None:
         )
         train = [py, "train.py", "--config-dir", str(configs / "train"), "--config-name", op]
         trainings[f"train {op}"] = (train, logs / f"train-{op}.log")
-    grouped(trainings, args.training_apart, IN_LANES)
     loo = [py, "scripts/loo.py", "--config-name", args.config_name, *where]
     passes = {
         "hf": ([*loo, "run=hf"], logs / "hf.log"),
         "vllm": ([*loo, "run=vllm", "backend=vllm"], logs / "vllm.log"),
     }
-    grouped(passes, args.passes_apart, SIDE_BY_SIDE)
+    if args.training_apart or args.passes_apart or len(cores) < 2:
+        grouped(trainings, args.training_apart, IN_LANES)
+        grouped(passes, args.passes_apart, SIDE_BY_SIDE)
+    else:
+        # The hf pass takes the first lane the trainings leave and waits for the adapters still
+        # in training; the vLLM pass, whose server loads every adapter as it starts, the next.
+        passes["hf"][0].append(f"wait_for_training_s={TRAINING_WAIT_S}")
+        ran = in_lanes({**trainings, **passes}, halves(cores), clock, after={"vllm": list(trainings)})
+        schedule.update(ran)
+        walls[OVERLAPPED] = span(ran)
     parity = decoding_parity(root / "loo" / "hf", root / "loo" / "vllm")
 
     stages = {"model build": json.loads((model_path / "build.json").read_text())["seconds"]}
@@ -233,7 +267,7 @@ def main() -> None:
             "share_of_peak": round(gflops / (peaks[precision] * used / len(cores)), 3),
             "eval_loss": m["eval_loss"],
         }
-    stages |= {group: walls[group] for group in (IN_LANES, SIDE_BY_SIDE) if group in walls}
+    stages |= {group: walls[group] for group in (IN_LANES, SIDE_BY_SIDE, OVERLAPPED) if group in walls}
     for backend, stage in PASS_STAGE.items():
         stages[stage] = schedule[backend]["seconds"]
         phases = json.loads((root / "loo" / backend / "manifest.json").read_text())["phases"]

@@ -89,3 +89,40 @@ def test_a_job_past_the_lanes_waits_for_the_first_lane_free(tmp_path: Path) -> N
 def test_the_span_of_jobs_in_lanes_runs_from_the_first_start_to_the_last_end() -> None:
     ran = {"a": {"start": 10.0, "seconds": 5.0}, "b": {"start": 12.0, "seconds": 10.0}}
     assert bench().span(ran) == 12.0
+
+
+def test_a_job_that_needs_another_is_passed_over_until_that_one_has_ended(tmp_path: Path) -> None:
+    """How the vLLM pass waits for every training while the hf pass takes the lane before it."""
+    b = bench()
+    own, done = os.sched_getaffinity(0), tmp_path / "done"
+    children = {
+        "training": (
+            [
+                sys.executable,
+                "-c",
+                f"import pathlib, time; time.sleep(2); pathlib.Path({str(done)!r}).touch()",
+            ],
+            tmp_path / "t.log",
+        ),
+        "server": (
+            [
+                sys.executable,
+                "-c",
+                f"import pathlib, sys; sys.exit(0 if pathlib.Path({str(done)!r}).exists() else 5)",
+            ],
+            tmp_path / "s.log",
+        ),
+        "local": ([sys.executable, "-c", "pass"], tmp_path / "l.log"),
+    }
+    ran = b.in_lanes(children, [own, own], clock=0.0, after={"server": ["training"]})
+    assert ran["local"]["start"] < ran["server"]["start"]  # it took the lane the server could not
+    assert ran["server"]["start"] >= ran["training"]["start"] + ran["training"]["seconds"] - 0.1
+    with pytest.raises(ValueError, match="wait on each other"):
+        b.in_lanes(
+            children,
+            [own, own],
+            clock=0.0,
+            after={"server": ["local"], "local": ["server"], "training": ["server"]},
+        )
+    with pytest.raises(ValueError, match="not given"):
+        b.in_lanes(children, [own], clock=0.0, after={"server": ["trainings"]})
