@@ -21,11 +21,12 @@ excepted (``model.lora.layers_to_transform=[15,...,29]`` benchmarks a recipe cha
 4. the same config with ``backend=vllm``: the same pass, every variant and engine replay, on one
    vLLM server holding the same adapters, on the next lane free once every training has ended
    (its server loads the adapters as it starts). The two passes run at once, each pinned to
-   half the cores (``--passes-apart``: one after the other on all of them; with either
-   ``--...-apart`` option the passes start once every training has ended). On 2 cores a pass ran
-   1.4 to 1.6 times as fast on both as on one beside the other (small matrices, one token at a
-   time), so the two passes side by side took a fifth less time than in a row, with the same
-   raw text (docs/speed.md, "The two scoring passes side by side");
+   half the cores (``--passes-apart``: one after the other on all of them; with it, with
+   ``--training-apart`` or with ``--passes-after-training`` the passes start once every
+   training has ended). On 2 cores a pass ran 1.4 to 1.6 times as fast on both as on one
+   beside the other (small matrices, one token at a time), so the two passes side by side took
+   a fifth less time than in a row, with the same raw text (docs/speed.md, "The two scoring
+   passes side by side");
 5. the parity of the two runs per operator and variant (``eval/parity.py``): identical raw text
    for every model call, identical final values and answers for every replay.
 
@@ -172,6 +173,11 @@ def main() -> None:
         help="train the adapters one after the other on every core, not two at a time, and start "
         "the passes once every training has ended",
     )
+    parser.add_argument(
+        "--passes-after-training",
+        action="store_true",
+        help="start the passes once every training has ended, not the hf pass on the first lane free",
+    )
     parser.add_argument("overrides", nargs="*", help="Hydra overrides for every step")
     args = parser.parse_args()
     root = args.root.resolve()
@@ -232,7 +238,7 @@ def main() -> None:
         "hf": ([*loo, "run=hf"], logs / "hf.log"),
         "vllm": ([*loo, "run=vllm", "backend=vllm"], logs / "vllm.log"),
     }
-    if args.training_apart or args.passes_apart or len(cores) < 2:
+    if args.passes_after_training or args.training_apart or args.passes_apart or len(cores) < 2:
         grouped(trainings, args.training_apart, IN_LANES)
         grouped(passes, args.passes_apart, SIDE_BY_SIDE)
     else:
