@@ -3,9 +3,11 @@
 ``scripts/bench_heldout.py`` keeps each step's cores, start and wall seconds (``schedule``) and
 each pass's phases (``stages``) in ``<root>/heldout.json``. Laid out on lanes, one per set of
 cores a step ran on, they show at a glance what a table of seconds hides: the steps that run
-alone, the adapters trained two at a time, the two passes side by side, and a lane that idles
-while the other finishes. A pass's phases follow one another from its start; what a pass spent
-outside its phases (the process start, the report) is the end of its bar, unlabelled.
+alone, the adapters trained two at a time, the passes beside them or beside each other, and a
+lane that idles while the other finishes. A pass's phases follow one another from its start in
+the order ``PHASES`` lists them, which is the order they ran but for an hf pass that waited for
+an adapter: it did so between its operators, after those the loaded adapters served. What a
+pass spent outside its phases (the process start, the report) is the end of its bar, unlabelled.
 """
 
 from __future__ import annotations
