@@ -34,9 +34,8 @@ Scoring runs in a process that trained nothing: the hf pass decoded about a fift
 process that had trained the adapters (docs/speed.md, "The shared start in training"). Then it
 prints the wall time of each step (the adapters' and the model's as their manifests record
 them, and each pass's phases under it: adapter wait, backend start, calibration, operators,
-engine replays),
-the training tokens/s and their share of the matmul peak of the cores they had (the machine's,
-measured on every core, times their share of the cores; ``train/throughput.py``;
+engine replays), the training tokens/s and their share of the matmul peak of the cores they had
+(the machine's, measured on every core, times their share of the cores; ``train/throughput.py``;
 the tokens the trainer ran, which under ``packed_attention=shared_prefix`` leave out the prompt
 start a row's examples share), the pooled held-out figures and the parity, and writes them to
 ``<root>/heldout.json``, with the steps and phases drawn on a timeline per core in
