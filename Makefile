@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml $(LOCK)
 
 venv: $(STAMP)
 
-$(SERVE_STAMP): scripts/make_serve_env.py $(SERVE_LOCK) $(wildcard plugins/vllm-cpu-lora/*)
+$(SERVE_STAMP): scripts/make_serve_env.py $(SERVE_LOCK) $(wildcard plugins/*/*.py plugins/*/pyproject.toml)
 	$(PYTHON) scripts/make_serve_env.py --venv $(SERVE_VENV) $(if $(VLLM),--vllm '$(VLLM)') \
 		$(if $(SERVE_LOCK),--lock $(SERVE_LOCK))
 

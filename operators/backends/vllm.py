@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     import httpx
     from openai import AsyncOpenAI
 
+FORCED_TOKENS = "forced_tokens"
+"""The ``vllm_xargs`` key of the token ids a probe's request is decoded along: the key the
+serving environment's logits processor reads (``KEY`` of ``plugins/vllm-forced-tokens``)."""
+
 
 @dataclass
 class VLLMBackend:
@@ -43,12 +47,13 @@ class VLLMBackend:
 
     def probe(self, probes: Sequence[Probe]) -> list[Odds]:
         """Each option's tokens read teacher-forced, through the completions endpoint on token
-        ids: for every prefix the options of a probe pass through (a token trie), one request of
-        one token reads the log-probabilities of the tokens the options take next there
-        (``logprob_token_ids``, from the raw distribution as the hf backend reads it). Options
-        that differ in one token take one request. Every request is a prompt the prefix cache
-        mostly holds, which vLLM's prompt logprobs would not read. The rows come from the
-        served chat template and tokenizer (``/tokenize``), in context."""
+        ids: one request per option, its prompt the tokens the options share, decoded along the
+        option's own tokens (``vllm_xargs.forced_tokens``, which the serving environment's
+        logits processor enforces, ``plugins/vllm-forced-tokens``) with each step's
+        log-probability returned from the raw distribution, as the hf backend reads it. The
+        shared prompt is a prefix the cache mostly holds, which vLLM's prompt logprobs would not
+        read. The rows come from the served chat template and tokenizer (``/tokenize``), in
+        context."""
         return asyncio.run(self._probe(probes))
 
     async def _probe(self, probes: Sequence[Probe]) -> list[Odds]:
@@ -56,32 +61,26 @@ class VLLMBackend:
         async with self._http() as http:  # every probe's options at once, on one connection pool
             rows = await asyncio.gather(*(self._option_rows(http, gate, p) for p in probes))
         parts = [parting(begun, p.options) for p, begun in zip(probes, rows, strict=True)]
-        nexts: dict[tuple[str, tuple[int, ...]], set[int]] = {}
-        for p, begun, part in zip(probes, rows, parts, strict=True):
-            for row in begun:
-                for t in range(part, len(row)):
-                    nexts.setdefault((p.adapter, tuple(row[:t])), set()).add(row[t])
         client = self._client()
         async with client:
             if self.base_model is None and any(p.adapter == BASE for p in probes):
                 self.base_model = await self._base(client)
             read = await asyncio.gather(
-                *(self._read(client, gate, adapter, ids, sorted(n)) for (adapter, ids), n in nexts.items())
+                *(
+                    self._read(client, gate, p.adapter, row[:part], row[part:])
+                    for p, begun, part in zip(probes, rows, parts, strict=True)
+                    for row in begun
+                )
             )
-        readings = dict(zip(nexts, read, strict=True))
-        out = []
-        for p, begun, part in zip(probes, rows, parts, strict=True):
-            used = {(p.adapter, tuple(row[:t])) for row in begun for t in range(part, len(row))}
-            seconds = sum(readings[k][1] for k in used)
-            refused = next((readings[k][2] for k in used if readings[k][2]), None)
+        out, at = [], 0
+        for p in probes:
+            readings, at = read[at : at + len(p.options)], at + len(p.options)
+            seconds = sum(r[1] for r in readings)
+            refused = next((r[2] for r in readings if r[2]), None)
             if refused:
                 out.append(Odds((), seconds, refused=refused))
-                continue
-            logprobs = [
-                sum(readings[p.adapter, tuple(row[:t])][0][row[t]] for t in range(part, len(row)))
-                for row in begun
-            ]
-            out.append(Odds(renormalized(logprobs), seconds))
+            else:
+                out.append(Odds(renormalized([r[0] for r in readings]), seconds))
         return out
 
     async def _option_rows(
@@ -201,33 +200,45 @@ class VLLMBackend:
         client: AsyncOpenAI,
         gate: asyncio.Semaphore,
         adapter: str,
-        ids: tuple[int, ...],
+        prompt: list[int],
         tokens: list[int],
-    ) -> tuple[dict[int, float], float, str | None]:
-        """The log-probabilities of ``tokens`` right after the prompt ``ids``: (by token, seconds,
-        why the server refused it)."""
+    ) -> tuple[float, float, str | None]:
+        """The log-probability of ``tokens`` following the prompt ``prompt``, decoded along them:
+        (log-probability, seconds, why the server refused it)."""
         response, seconds, refused = await self._call(
             gate,
             adapter,
             lambda: client.completions.create(
                 model=self._served(adapter),
-                prompt=list(ids),
-                max_tokens=1,
+                prompt=prompt,
+                max_tokens=len(tokens),
                 temperature=0,
-                logprobs=1,
-                extra_body={"logprob_token_ids": tokens, "return_tokens_as_token_ids": True},
+                logprobs=0,
+                extra_body={
+                    "vllm_xargs": {FORCED_TOKENS: tokens},
+                    "ignore_eos": True,
+                    "return_tokens_as_token_ids": True,
+                },
             ),
         )
         if refused:
-            return {}, seconds, refused
+            return 0.0, seconds, refused
         try:
-            top = response.choices[0].logprobs.top_logprobs[0]
-            return {t: top[f"token_id:{t}"] for t in tokens}, seconds, None
-        except (AttributeError, IndexError, KeyError, TypeError) as e:
+            logprobs = response.choices[0].logprobs
+            decoded = [int(t.removeprefix("token_id:")) for t in logprobs.tokens]
+            read = sum(logprobs.token_logprobs)
+        except (AttributeError, IndexError, TypeError, ValueError) as e:
             raise BackendError(
-                f"{self.base_url}: the reply to a {adapter} probe holds no log-probability for "
-                f"{type(e).__name__}: {e}: {str(response)[:200]!r}"
+                f"{self.base_url}: the reply to a {adapter} probe holds no log-probabilities "
+                f"({type(e).__name__}: {e}): {str(response)[:200]!r}"
             ) from e
+        if decoded != tokens:
+            raise BackendError(
+                f"{self.base_url}: a {adapter} probe decoded {decoded} where it named {tokens}: the "
+                "server does not force tokens; its environment needs plugins/vllm-forced-tokens "
+                "(make serve-env installs it)"
+            )
+        return read, seconds, None
 
     def _served(self, adapter: str) -> str:
         """The model name a request asks for: the adapter's, or the base's for ``BASE``."""

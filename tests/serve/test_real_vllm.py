@@ -159,10 +159,12 @@ def test_the_prompted_baseline_runs_on_the_served_base(server: VLLMServer, backe
 
 
 def test_a_probe_reads_what_the_hf_backend_reads(backend, trained_adapters: Path, tiny_model: Path) -> None:
-    """Probe probabilities read by vLLM (one-token requests with ``logprob_token_ids``, on token
-    ids, a token at a time) match those the hf backend reads from its logits, on the same
-    unquantized weights and adapter: the scoring selection's probes, whose options are the
-    stage-1 answers of one pair each, many tokens long."""
+    """Probe probabilities read by vLLM (a request per option, on token ids, decoded along the
+    option's tokens by the serving environment's logits processor, ``plugins/vllm-forced-tokens``)
+    match those the hf backend reads from its logits, on the same unquantized weights and
+    adapter: the scoring selection's probes, whose options are the stage-1 answers of one pair
+    each, many tokens long, and which greedy decoding alone would not write. The backend
+    raises if a request decoded any other token than its option's."""
     from dataclasses import replace
 
     from core.models import model_config
