@@ -11,7 +11,7 @@ import socket
 import pytest
 
 from memory.example import example_claims
-from operators.backends import BackendError, Request
+from operators.backends import BackendError, Probe, Request
 from operators.backends.vllm import VLLMBackend
 from operators.learned import LearnedOperators
 from operators.prompts import compare_messages
@@ -108,3 +108,18 @@ def test_unreachable_server_is_a_clear_error() -> None:
     client = VLLMBackend(base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY, retries=2, backoff_s=0.01)
     with pytest.raises(BackendError, match=rf"127.0.0.1:{port}/v1.*after 3 attempts.*is the server up"):
         client.complete([Request("extract", [{"role": "user", "content": "x"}], None, 8)])
+
+
+def test_a_server_that_does_not_force_a_probes_tokens_is_a_clear_error() -> None:
+    """A probe reads an option's log-probability from the tokens the server decoded along it; a
+    server without the forced-tokens logits processor decodes its own, and the probe says so
+    rather than scoring them."""
+    messages = [{"role": "user", "content": "does the note state ci.runner?"}]
+    options = ('{"pairs":["ci.runner"]}', '{"pairs":[]}')
+    with (
+        VLLMTestDouble(ADAPTERS, KEY) as double,
+        pytest.raises(BackendError, match=r"does not force tokens.*plugins/vllm-forced-tokens"),
+    ):
+        backend(double).probe([Probe("extract", messages, options)])
+    sent = [p for p in double.payloads if "prompt" in p]
+    assert sent and all(p["vllm_xargs"]["forced_tokens"] for p in sent)

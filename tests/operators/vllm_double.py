@@ -7,9 +7,14 @@ rejects unknown model names with 404 as vLLM does, records every payload, and an
 script of ``(status, content)`` replies. It also measures how many requests were in flight
 at once.
 
+For probes it also answers ``POST /tokenize`` (the UTF-8 bytes of the messages as token ids)
+and ``POST /v1/completions`` on token ids, decoding token 0 every step with its log-probability,
+as a server would whose environment lacks ``plugins/vllm-forced-tokens``.
+
 The real server is tested in tests/serve/; this stand-in is kept only for what a real server
 cannot be made to do on demand: scripted 5xx and 429 replies, malformed 200 replies, slow
-replies, and a count of concurrent requests.
+replies, a count of concurrent requests, and a server without the forced-tokens plugin (the
+serving venv always installs it).
 """
 
 from __future__ import annotations
@@ -92,6 +97,9 @@ class VLLMTestDouble:
                 if not self._authorised():
                     return
                 payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path == "/tokenize":
+                    self._send(200, {"tokens": list(json.dumps(payload["messages"]).encode())})
+                    return
                 with double._lock:
                     double.payloads.append(payload)
                     double.in_flight += 1
@@ -116,7 +124,10 @@ class VLLMTestDouble:
                         kind = "RateLimitError" if status == 429 else "InternalServerError"
                         self._send(status, {"object": "error", "message": content, "type": kind})
                         return
-                    self._send(200, completion(payload["model"], content))
+                    if self.path == "/v1/completions":
+                        self._send(200, text_completion(payload["model"], payload["max_tokens"]))
+                    else:
+                        self._send(200, completion(payload["model"], content))
                 finally:
                     with double._lock:
                         double.in_flight -= 1
@@ -124,20 +135,32 @@ class VLLMTestDouble:
         return Handler
 
 
-def completion(model: str, content: str) -> dict[str, Any]:
+def reply(kind: str, model: str, choice: dict[str, Any], tokens: int) -> dict[str, Any]:
+    """An OpenAI reply of ``kind`` holding one choice, ``tokens`` of them generated."""
     return {
-        "id": "chatcmpl-double",
-        "object": "chat.completion",
+        "id": f"{kind}-double",
+        "object": kind,
         "created": int(time.time()),
         "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content, "tool_calls": []},
-                "logprobs": None,
-                "finish_reason": "stop",
-                "stop_reason": None,
-            }
-        ],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        "choices": [{"index": 0, **choice}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": tokens, "total_tokens": 10 + tokens},
     }
+
+
+def completion(model: str, content: str) -> dict[str, Any]:
+    message = {"role": "assistant", "content": content, "tool_calls": []}
+    choice = {"message": message, "logprobs": None, "finish_reason": "stop", "stop_reason": None}
+    return reply("chat.completion", model, choice, 5)
+
+
+def text_completion(model: str, tokens: int) -> dict[str, Any]:
+    """``tokens`` tokens, each token id 0, as ``return_tokens_as_token_ids`` names them."""
+    logprobs = {
+        "text_offset": [0] * tokens,
+        "token_logprobs": [-0.5] * tokens,
+        "tokens": ["token_id:0"] * tokens,
+        "top_logprobs": [{"token_id:0": -0.5}] * tokens,
+    }
+    return reply(
+        "text_completion", model, {"text": "", "logprobs": logprobs, "finish_reason": "length"}, tokens
+    )
