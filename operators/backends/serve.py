@@ -79,7 +79,7 @@ class ServeConfig:
     cpu_block_size: int = 32
     """CPU builds only: ``--block-size``, in tokens, the smallest the CPU attention takes. The
     prefix cache holds whole blocks, so each request computes again its prompt's tokens past the
-    last full one: up to 127 with vLLM's CPU default of 128, paid by every one-token probe."""
+    last full one: up to 127 with vLLM's CPU default of 128, paid by every probe request."""
     startup_timeout_s: float = 1200.0
     extra_args: list[str] = field(default_factory=list)
 
