@@ -17,12 +17,13 @@ that drops nothing (the claim is kept as contested; a tie keeps the current valu
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from core.sessions import Episode
-from memory.claims import Claim
+from memory.claims import Claim, Key
 from memory.compare import Winner
 from memory.state import Action, Decision, Entry, StateMemory
 from operators.learned import Extraction, ExtractMode, LearnedOperators
@@ -60,7 +61,7 @@ class LearnedDecide:
             self.failures["update"] += 1
             return "contested", f"learned update unparsable ({update.error})"
         action = update.output.action
-        if action not in ("supersede", "contested"):
+        if not _settled_by_compare(update.output):
             return action, f"learned update: {action}"
         assert entry.current is not None
         versus = self.ops.compare([(entry.current.as_claim(), claim)])[0]
@@ -70,6 +71,45 @@ class LearnedDecide:
         winner = versus.output.winner
         final: Action = "supersede" if winner == "second" else "contested"
         return final, f"learned update: {action}; learned compare: {versus.output.relation}, winner {winner}"
+
+    def ask(self, writes: Sequence[tuple[Entry, Claim]]) -> None:
+        """Ask what a call on each (entry, claim) would ask, in one update batch and one compare
+        batch, so that those calls are answered from ``ops.answers``."""
+        updates = self.ops.update(writes)
+        self.ops.compare(
+            [
+                (entry.current.as_claim(), claim)
+                for (entry, claim), u in zip(writes, updates, strict=True)
+                if isinstance(u.output, UpdateOutput) and _settled_by_compare(u.output) and entry.current
+            ]
+        )
+
+
+def _settled_by_compare(update: UpdateOutput) -> bool:
+    """An update that supersedes or contests the current value leaves the winner to compare."""
+    return update.action in ("supersede", "contested")
+
+
+def ask_ahead(decide: LearnedDecide, claims: Sequence[Claim]) -> None:
+    """Ask the learned decisions that writing ``claims`` in order will ask, a round at a time.
+
+    A write reads and changes only its own key's entry, so the entry the k-th claim of a key
+    meets depends on that key's earlier claims alone: round k asks, in one batch, the k-th
+    write of every key, on a scratch memory that applies them. The writes in order are then
+    answered from ``ops.answers``, with the answers of the same requests. Asked one write at a
+    time, every request was a batch of one: a decoding step of one row on ``hf``, and one
+    request in flight on a vLLM server."""
+    queues: dict[Key, deque[Claim]] = {}
+    for claim in claims:
+        queues.setdefault(claim.key, deque()).append(claim)
+    scratch = LearnedDecide(decide.ops, Counter())
+    memory = StateMemory(decide=scratch)
+    while queues:
+        heads = [queue.popleft() for queue in queues.values()]
+        queues = {key: queue for key, queue in queues.items() if queue}
+        scratch.ask([(entry, c) for c in heads if (entry := memory.entry(c.key))])
+        for claim in heads:
+            memory.apply(claim)
 
 
 @dataclass
@@ -119,6 +159,11 @@ def replay(
                     if call.error:
                         failures[call.step] += 1
             claims = [[c.to_claim(s) for c in e.claims] for s, e in zip(sessions, extractions, strict=True)]
-        decisions = [mem.apply(c) for batch in claims for c in batch]
+        writes = [c for batch in claims for c in batch]
+        if isinstance(mem.decide, LearnedDecide):
+            asked = Counter(ops.calls)
+            ask_ahead(mem.decide, writes)
+            before += Counter(ops.calls) - asked  # the writes below count each call once
+        decisions = [mem.apply(c) for c in writes]
     calls = Counter(ops.calls) - before if ops else Counter()
     return Replay(mem, decisions, extractions, calls, failures)

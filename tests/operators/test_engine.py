@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,32 @@ def test_oracle_answers_reproduce_the_symbolic_memory(episode, mode: str, extrac
         assert got.calls["compare"] == sum(d.action in ("supersede", "contested") for d in want.decisions)
     else:
         assert got.calls["update"] == 0  # hybrid: rules decide; compare only judges exact ties
+
+
+class Batches:
+    """The oracle, with each batch it is sent counted per adapter."""
+
+    def __init__(self, backend: SymbolicBackend) -> None:
+        self.backend = backend
+        self.batches: list[Counter[str]] = []
+
+    def complete(self, requests: list[Request]) -> list[Completion]:
+        self.batches.append(Counter(r.adapter for r in requests))
+        return self.backend.complete(requests)
+
+
+def test_a_replay_asks_the_kth_write_of_every_key_in_one_batch(episode) -> None:
+    """The decisions are asked a round per write index of a key, each request once, and the
+    memory is the one that asking one write at a time gives (the oracle test above)."""
+    backend = Batches(SymbolicBackend.for_episode(episode))
+    got = replay(episode, "learned", LearnedOperators(backend), extract_mode=None)
+    writes = Counter(c.key for s in episode.sessions for c in s.memory_claims())
+    rounds = max(writes.values()) - 1  # a key's first claim is added without asking
+    updates = [b["update"] for b in backend.batches if b["update"]]
+    assert sum(updates) == got.calls["update"] == sum(writes.values()) - len(writes)
+    assert len(updates) == rounds < got.calls["update"]
+    assert sum(b["compare"] for b in backend.batches) == got.calls["compare"] > 0
+    assert state(got.memory) == state(replay(episode, "symbolic").memory)
 
 
 class Garbage:
