@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from eval.metrics import claim_f1, verbatim
 from eval.records import Record, Records
 from memory.claims import norm
 from memory.reader import answer
-from operators.engine import replay
+from operators.engine import ask_ahead, learned_writes, replay
 from operators.learned import Extraction, LearnedOperators, Outcome, mode_adapter
 from operators.registry import DECISIONS, EXTRACT, OPERATORS, OPS
 from operators.symbolic import prompt_key
@@ -157,14 +157,18 @@ def decision_records(fold: str, op: str, variant: str, examples: Sequence[dict],
     return out
 
 
-def engine_records(fold: str, variant: str, episode: Episode, ops: LearnedOperators | None) -> list[Record]:
-    """Final-state key accuracy and query accuracy of the structured reader, one record each."""
+def engine_records(
+    fold: str, variant: str, episode: Episode, ops: LearnedOperators | None, asked_s: float = 0.0
+) -> list[Record]:
+    """Final-state key accuracy and query accuracy of the structured reader, one record each.
+    ``asked_s``: the replay's share of the seconds its decisions took when asked ahead
+    (``ask_replays``), counted in its ``replay_s``."""
     began = time.perf_counter()
     if variant == "symbolic":
         result = replay(episode)
     else:
         result = replay(episode, "learned", ops, extract_mode(variant))
-    seconds = time.perf_counter() - began
+    seconds = time.perf_counter() - began + asked_s
     mem = result.memory
     cost = {"calls": dict(result.calls), "failures": dict(result.failures), "replay_s": seconds}
     out = []
@@ -255,6 +259,28 @@ def score_fold(
                 bar.update(len(chunk))
 
 
+def ask_replays(
+    episodes: Mapping[str, Episode],
+    ops: LearnedOperators,
+    records: Records,
+    modes: Sequence[str],
+    progress: bool = True,
+) -> dict[tuple[str, str], float]:
+    """Ask ahead the learned decisions of every engine replay still to run on ``ops``, every
+    fold's and variant's in the same rounds (``ask_ahead``), so that a round is one batch of
+    requests where a replay alone asked one at a time. Returns each (fold, variant)'s share of
+    the seconds. The prompted base decides on its own operators and asks in its own replay."""
+    pending = [
+        (fold, variant)
+        for fold, episode in episodes.items()
+        for variant in engine_variants(modes)
+        if variant not in ("symbolic", "prompted")
+        and not records.done(fold, "engine_queries", variant, episode.queries[-1].id)
+    ]
+    streams = [learned_writes(episodes[fold], ops, extract_mode(variant))[0] for fold, variant in pending]
+    return dict(zip(pending, ask_ahead(ops, streams, progress), strict=True))
+
+
 def replay_fold(
     fold: str,
     episode: Episode,
@@ -262,17 +288,21 @@ def replay_fold(
     records: Records,
     modes: Sequence[str],
     progress: bool = True,
+    asked: Mapping[tuple[str, str], float] | None = None,
 ) -> None:
-    """Replay the held-out trajectory through the engine once per variant not recorded yet. It re-extracts
-    every note (answered from ``ops.answers`` where the scoring asked the same), so it is the
-    slowest part of a fold; a run scores every fold first."""
+    """Replay the held-out trajectory through the engine once per variant not recorded yet. It
+    re-extracts every note (answered from ``ops.answers`` where the scoring asked the same), so
+    it is the slowest part of a fold; a run scores every fold first. ``asked``: the seconds of
+    the decisions ``ask_replays`` asked ahead, per (fold, variant)."""
     on = _variants(ops)
     for variant in engine_variants(modes):
         if not records.done(fold, "engine_queries", variant, episode.queries[-1].id):
             if progress:
                 print(f"{fold}: engine replay ({variant})", flush=True)
             replay_ops = None if variant == "symbolic" else on(variant)
-            records.add(engine_records(fold, variant, episode, replay_ops))
+            records.add(
+                engine_records(fold, variant, episode, replay_ops, (asked or {}).get((fold, variant), 0.0))
+            )
 
 
 def _variants(ops: LearnedOperators) -> Callable[[str], LearnedOperators]:

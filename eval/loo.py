@@ -20,7 +20,7 @@ from data.problems import DataError, Problem
 from data.replay import load_trajectory
 from eval.calibration import calibrate, calibration_json
 from eval.config import LooConfig
-from eval.harness import load_test, replay_fold, score_fold
+from eval.harness import ask_replays, load_test, replay_fold, score_fold
 from eval.plan import check_trained_as, steps
 from eval.records import Records, RecordsError
 from eval.report import build_report
@@ -302,9 +302,11 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
                     backend.add_adapters({a: Path(adapters) / a for a in missing})
                 missing = []
             if cfg.replay:
+                with timed(phases, "engine replays"):
+                    asked = ask_replays(episodes, ops, records, modes, cfg.progress)
                 for fold, episode in episodes.items():
                     with timed(phases, "engine replays"):
-                        replay_fold(fold, episode, ops, records, modes, cfg.progress)
+                        replay_fold(fold, episode, ops, records, modes, cfg.progress, asked)
                     print(f"{fold}: engine replayed ({len(records.records)} records so far)", flush=True)
     write_manifest(
         out,

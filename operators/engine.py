@@ -17,10 +17,13 @@ that drops nothing (the claim is kept as contested; a tie keeps the current valu
 
 from __future__ import annotations
 
+import time
 from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
+
+from tqdm import tqdm
 
 from core.sessions import Episode
 from memory.claims import Claim, Key
@@ -90,26 +93,58 @@ def _settled_by_compare(update: UpdateOutput) -> bool:
     return update.action in ("supersede", "contested")
 
 
-def ask_ahead(decide: LearnedDecide, claims: Sequence[Claim]) -> None:
-    """Ask the learned decisions that writing ``claims`` in order will ask, a round at a time.
+def ask_ahead(
+    ops: LearnedOperators, streams: Sequence[Sequence[Claim]], progress: bool = False
+) -> list[float]:
+    """Ask the learned decisions that writing each stream of claims in order will ask, a round
+    at a time, and return each stream's share of the seconds spent.
 
     A write reads and changes only its own key's entry, so the entry the k-th claim of a key
-    meets depends on that key's earlier claims alone: round k asks, in one batch, the k-th
-    write of every key, on a scratch memory that applies them. The writes in order are then
-    answered from ``ops.answers``, with the answers of the same requests. Asked one write at a
-    time, every request was a batch of one: a decoding step of one row on ``hf``, and one
-    request in flight on a vLLM server."""
-    queues: dict[Key, deque[Claim]] = {}
-    for claim in claims:
-        queues.setdefault(claim.key, deque()).append(claim)
-    scratch = LearnedDecide(decide.ops, Counter())
-    memory = StateMemory(decide=scratch)
-    while queues:
-        heads = [queue.popleft() for queue in queues.values()]
-        queues = {key: queue for key, queue in queues.items() if queue}
-        scratch.ask([(entry, c) for c in heads if (entry := memory.entry(c.key))])
-        for claim in heads:
-            memory.apply(claim)
+    meets depends on that key's earlier claims alone. Round k asks, in one batch, the k-th write
+    of every key of every stream (a replay's writes, each on a scratch memory that applies
+    them), and its seconds are shared by the streams in proportion to the writes each asked.
+    Writing the claims afterwards asks the same requests, answered from ``ops.answers``. Asked
+    one write at a time, every request was a batch of one: a decoding step of one row on
+    ``hf``, one request in flight on a vLLM server."""
+    scratch = LearnedDecide(ops, Counter())
+    runs: list[tuple[StateMemory, dict[Key, deque[Claim]]]] = []
+    for stream in streams:
+        queues: dict[Key, deque[Claim]] = {}
+        for claim in stream:
+            queues.setdefault(claim.key, deque()).append(claim)
+        runs.append((StateMemory(decide=scratch), queues))
+    seconds = [0.0] * len(runs)
+    rounds = max((len(q) for _, queues in runs for q in queues.values()), default=0)
+    for _ in tqdm(range(rounds), desc="decisions asked ahead", disable=not progress or not rounds):
+        heads = [[queue.popleft() for queue in queues.values() if queue] for _, queues in runs]
+        writes = [
+            [(entry, c) for c in claims if (entry := memory.entry(c.key))]
+            for (memory, _), claims in zip(runs, heads, strict=True)
+        ]
+        began = time.perf_counter()
+        scratch.ask([w for stream in writes for w in stream])
+        took = time.perf_counter() - began
+        asked = sum(map(len, writes))
+        for i, ((memory, _), claims) in enumerate(zip(runs, heads, strict=True)):
+            seconds[i] += took * len(writes[i]) / asked if asked else 0.0
+            for claim in claims:
+                memory.apply(claim)
+    return seconds
+
+
+def learned_writes(
+    episode: Episode, ops: LearnedOperators, extract_mode: ExtractMode | None
+) -> tuple[list[Claim], list[Extraction], Counter[str]]:
+    """The claims a learned replay writes, in order: the sessions' gold claims
+    (``extract_mode=None``) or the extracted ones, with the extractions and the steps whose
+    calls failed."""
+    sessions, failures = episode.sessions, Counter[str]()
+    if extract_mode is None:
+        return [c for s in sessions for c in s.memory_claims()], [], failures
+    extractions = ops.extract([(s.note(), episode.catalog) for s in sessions], extract_mode)
+    failures.update(call.step for e in extractions for call in e.calls if call.error)
+    claims = [c.to_claim(s) for s, e in zip(sessions, extractions, strict=True) for c in e.claims]
+    return claims, extractions, failures
 
 
 @dataclass
@@ -141,7 +176,6 @@ def replay(
 ) -> Replay:
     """Replay the episode's sessions in order through the engine; with ``extract_mode=None``
     the sessions' gold claims are written instead of extracted ones."""
-    sessions = episode.sessions
     failures: Counter[str] = Counter()
     mem = memory_for(mode, ops, failures)
     before = Counter(ops.calls) if ops else Counter()
@@ -150,19 +184,11 @@ def replay(
         decisions = [step.decision for step in episode.trace(mem)]
     else:
         assert ops is not None
-        if extract_mode is None:
-            claims = [s.memory_claims() for s in sessions]
-        else:
-            extractions = ops.extract([(s.note(), episode.catalog) for s in sessions], extract_mode)
-            for e in extractions:
-                for call in e.calls:
-                    if call.error:
-                        failures[call.step] += 1
-            claims = [[c.to_claim(s) for c in e.claims] for s, e in zip(sessions, extractions, strict=True)]
-        writes = [c for batch in claims for c in batch]
+        writes, extractions, failed = learned_writes(episode, ops, extract_mode)
+        failures.update(failed)
         if isinstance(mem.decide, LearnedDecide):
             asked = Counter(ops.calls)
-            ask_ahead(mem.decide, writes)
+            ask_ahead(ops, [writes])
             before += Counter(ops.calls) - asked  # the writes below count each call once
         decisions = [mem.apply(c) for c in writes]
     calls = Counter(ops.calls) - before if ops else Counter()

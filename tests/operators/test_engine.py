@@ -11,7 +11,7 @@ from data.replay import load_trajectory
 from memory.state import StateMemory
 from operators.backends import BackendError, Completion, Request
 from operators.backends.symbolic import SymbolicBackend
-from operators.engine import replay
+from operators.engine import ask_ahead, learned_writes, replay
 from operators.learned import LearnedOperators
 from tests.conftest import shipped
 
@@ -77,6 +77,25 @@ def test_a_replay_asks_the_kth_write_of_every_key_in_one_batch(episode) -> None:
     assert len(updates) == rounds < got.calls["update"]
     assert sum(b["compare"] for b in backend.batches) == got.calls["compare"] > 0
     assert state(got.memory) == state(replay(episode, "symbolic").memory)
+
+
+def test_replays_of_two_trajectories_are_asked_in_the_same_rounds(episode, export_dir: Path) -> None:
+    """Asked ahead together, two replays take as many rounds as the longer one; writing them
+    afterwards asks the backend nothing more and ends where the rules end."""
+    episodes = [episode, load_trajectory("patch-guardrails", shipped(export_dir))]
+    oracle = SymbolicBackend.for_episode(episodes[0])
+    oracle.merge(SymbolicBackend.for_episode(episodes[1]))
+    backend = Batches(oracle)
+    ops = LearnedOperators(backend)
+    streams = [learned_writes(e, ops, None)[0] for e in episodes]
+    seconds = ask_ahead(ops, streams)
+    longest = max(n for stream in streams for n in Counter(c.key for c in stream).values())
+    assert len([b for b in backend.batches if b["update"]]) == longest - 1
+    assert len(seconds) == 2 and min(seconds) > 0
+    asked = len(backend.batches)
+    for e in episodes:
+        assert state(replay(e, "learned", ops, None).memory) == state(replay(e, "symbolic").memory)
+    assert len(backend.batches) == asked
 
 
 class Garbage:
