@@ -30,6 +30,7 @@ from memory.claims import Claim, Key
 from memory.compare import Winner
 from memory.state import Action, Decision, Entry, StateMemory
 from operators.learned import Extraction, ExtractMode, LearnedOperators
+from operators.registry import UPDATE
 from operators.schemas import CompareOutput, UpdateOutput
 
 Mode = Literal["symbolic", "learned", "hybrid"]
@@ -102,7 +103,8 @@ def ask_ahead(
     A write reads and changes only its own key's entry, so the entry the k-th claim of a key
     meets depends on that key's earlier claims alone. Round k asks, in one batch, the k-th write
     of every key of every stream (a replay's writes, each on a scratch memory that applies
-    them), and its seconds are shared by the streams in proportion to the writes each asked.
+    them), and its seconds are shared by the streams in proportion to the updates each asked
+    that ``ops.answers`` did not hold yet (by the writes, if it held them all).
     Writing the claims afterwards asks the same requests, answered from ``ops.answers``. Asked
     one write at a time, every request was a batch of one: a decoding step of one row on
     ``hf``, one request in flight on a vLLM server."""
@@ -121,12 +123,13 @@ def ask_ahead(
             [(entry, c) for c in claims if (entry := memory.entry(c.key))]
             for (memory, _), claims in zip(runs, heads, strict=True)
         ]
+        new = [ops.unanswered(UPDATE, stream) for stream in writes]
+        weights = new if any(new) else [len(stream) for stream in writes]
         began = time.perf_counter()
         scratch.ask([w for stream in writes for w in stream])
         took = time.perf_counter() - began
-        asked = sum(map(len, writes))
         for i, ((memory, _), claims) in enumerate(zip(runs, heads, strict=True)):
-            seconds[i] += took * len(writes[i]) / asked if asked else 0.0
+            seconds[i] += took * weights[i] / sum(weights) if any(weights) else 0.0
             for claim in claims:
                 memory.apply(claim)
     return seconds

@@ -30,6 +30,9 @@ ExtractMode = Literal[
 ]
 Sourced = tuple[Note, Catalog]
 """A note with the catalog it is read against."""
+Ask = tuple[str, Messages, type[BaseModel], Any, int]
+"""One call to make: the adapter, the prompt, the output model, its JSON schema (or None), and
+the token budget."""
 EXTRACT_MODES: tuple[ExtractMode, ...] = (
     "direct",
     "two-stage",
@@ -120,6 +123,11 @@ class Extraction:
         return "; ".join(errors) or None
 
 
+def _key(request: Request) -> str:
+    """A request as ``LearnedOperators.answers`` keeps it."""
+    return json.dumps(astuple(request), sort_keys=True)
+
+
 def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z]+", text.lower()))
 
@@ -199,20 +207,18 @@ class LearnedOperators:
     def _schema(self, model: type[BaseModel]) -> dict[str, Any] | None:
         return json_schema(model) if self.constrained else None
 
-    def _run(self, op: Operator, adapter: str, batch: list[Messages]) -> list[Outcome]:
+    def _asks(self, op: Operator, adapter: str, batch: list[Messages]) -> list[Ask]:
         schema = self._schema(op.output)
-        return self._ask(op.name, [(adapter, m, op.output, schema, op.budget) for m in batch])
+        return [(adapter, m, op.output, schema, op.budget) for m in batch]
 
-    def _ask(
-        self,
-        step: str,
-        asks: list[tuple[str, Messages, type[BaseModel], Any, int]],
-        favours: Sequence[str | None] | None = None,
-    ) -> list[Outcome]:
-        if not asks:
-            return []
+    def _run(self, op: Operator, adapter: str, batch: list[Messages]) -> list[Outcome]:
+        return self._ask(op.name, self._asks(op, adapter, batch))
+
+    def _requests(
+        self, step: str, asks: list[Ask], favours: Sequence[str | None] | None = None
+    ) -> list[Request]:
         favours = favours or [None] * len(asks)
-        requests = [
+        return [
             Request(
                 a if self.adapters else BASE,
                 m,
@@ -224,7 +230,17 @@ class LearnedOperators:
             )
             for (a, m, _, schema, n), text in zip(asks, favours, strict=True)
         ]
-        keys = [json.dumps(astuple(r), sort_keys=True) for r in requests]
+
+    def unanswered(self, op: Operator, arguments: Sequence[tuple[Any, ...]]) -> int:
+        """How many of these calls of a decision operator ``answers`` does not hold yet."""
+        requests = self._requests(op.name, self._asks(op, op.name, [op.messages(*a) for a in arguments]))
+        return sum(_key(r) not in self.answers for r in requests)
+
+    def _ask(self, step: str, asks: list[Ask], favours: Sequence[str | None] | None = None) -> list[Outcome]:
+        if not asks:
+            return []
+        requests = self._requests(step, asks, favours)
+        keys = [_key(r) for r in requests]
         new = {k: r for k, r in zip(keys, requests, strict=True) if k not in self.answers}
         if new:
             self.answers.update(zip(new, self.backend.complete(list(new.values())), strict=True))
