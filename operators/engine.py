@@ -127,9 +127,9 @@ def ask_ahead(
         weights = new if any(new) else [len(stream) for stream in writes]
         began = time.perf_counter()
         scratch.ask([w for stream in writes for w in stream])
-        took = time.perf_counter() - began
+        share = (time.perf_counter() - began) / max(sum(weights), 1)
         for i, ((memory, _), claims) in enumerate(zip(runs, heads, strict=True)):
-            seconds[i] += took * weights[i] / sum(weights) if any(weights) else 0.0
+            seconds[i] += share * weights[i]
             for claim in claims:
                 memory.apply(claim)
     return seconds
