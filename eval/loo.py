@@ -145,13 +145,13 @@ def run_settings(cfg: LooConfig) -> dict[str, Any]:
     """What decides a run's records: the backend, the base and the dtype it scores in, which
     adapters serve which folds, the seed, and the held-out examples themselves (their files'
     fingerprint)."""
-    dtype = cfg.backend.compute_dtype(cfg.model)
+    learned = cfg.backend.kind != "symbolic"
     return {
         "backend": cfg.backend.kind,
         "model": cfg.model.name,
         "model_path": cfg.model.path,
-        **({"dtype": dtype} if dtype != cfg.model.compute_dtype else {}),  # absent as trained
-        "adapters": str(adapters_of(cfg, "<fold>")) if cfg.backend.kind != "symbolic" else None,
+        "dtype": cfg.backend.compute_dtype(cfg.model) if learned else None,
+        "adapters": str(adapters_of(cfg, "<fold>")) if learned else None,
         "seed": cfg.seed,
         **({"favour_note": cfg.favour_note} if cfg.favour_note else {}),  # absent when off
         "test_examples": fingerprint(test_file(cfg.datasets_dir, f, op) for f in cfg.folds for op in OPS),

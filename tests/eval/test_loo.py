@@ -16,8 +16,8 @@ import pytest
 from core.models import ModelConfig
 from data.problems import DataError
 from eval.config import LooConfig
-from eval.loo import PHASES, evaluate
-from eval.records import RecordsError, json_lines, mend_tail, read_records
+from eval.loo import PHASES, SETTINGS, check_settings, evaluate, run_settings
+from eval.records import Records, RecordsError, json_lines, mend_tail, read_records
 from eval.report import ENGINE_ONLY, LEARNED, METRICS, VARIANTS, table
 from operators.learned import OPT_IN_MODES
 from operators.registry import DECISIONS, OPS
@@ -124,15 +124,33 @@ def test_a_resume_under_other_settings_is_refused_and_names_them(
         evaluate(cfg)
     assert (run_dir / "records.jsonl").read_bytes() == before
     cfg = config(run_dir.parent, small_datasets, export_dir)
-    cfg.backend.dtype = "float32"  # the base trained in bfloat16: scores in another dtype differ
-    with pytest.raises(RecordsError, match=r"dtype: records made with None, this run has 'float32'"):
-        evaluate(cfg)
-    assert (run_dir / "records.jsonl").read_bytes() == before
-    cfg = config(run_dir.parent, small_datasets, export_dir)
     cfg.favour_note = 2.0
     with pytest.raises(RecordsError, match=r"favour_note: records made with None, this run has 2.0"):
         evaluate(cfg)
     assert (run_dir / "records.jsonl").read_bytes() == before
+
+
+def test_the_dtype_a_run_scores_in_is_a_setting_however_it_is_chosen(
+    uninterrupted, small_datasets: Path, export_dir: Path, tmp_path: Path
+) -> None:
+    """The dtype was recorded only when ``backend.dtype`` differed from ``model.compute_dtype``,
+    so records scored in fp32 were resumed as bf16 ones under ``model.compute_dtype=bfloat16``."""
+    run_dir, _ = uninterrupted
+    cfg = config(tmp_path, small_datasets, export_dir)
+    assert run_settings(cfg)["dtype"] is None  # the rules have no dtype
+    cfg.backend.kind = "hf"
+    cfg.model.compute_dtype = "float32"
+    (tmp_path / SETTINGS).write_text(json.dumps(run_settings(cfg)))
+    (tmp_path / "records.jsonl").write_bytes((run_dir / "records.jsonl").read_bytes())
+    records = Records(tmp_path / "records.jsonl")
+    check_settings(tmp_path, records, run_settings(cfg))  # the same settings resume
+    cfg.model.compute_dtype = "bfloat16"
+    with pytest.raises(RecordsError, match=r"dtype: records made with 'float32', this run has 'bfloat16'"):
+        check_settings(tmp_path, records, run_settings(cfg))
+    cfg.model.compute_dtype = "float32"
+    cfg.backend.dtype = "bfloat16"
+    with pytest.raises(RecordsError, match=r"dtype: records made with 'float32', this run has 'bfloat16'"):
+        check_settings(tmp_path, records, run_settings(cfg))
 
 
 def test_datasets_built_with_another_seed_are_refused(
