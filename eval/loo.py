@@ -238,7 +238,8 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
             build_datasets(cfg)
         plan = steps(cfg, cfg.adapters_fold, trains)  # the reused adapters' data checked, now built
     check_datasets(cfg)
-    check_settings(out, records, run_settings(cfg))
+    settings = run_settings(cfg)
+    check_settings(out, records, settings)
     if plan.base_missing and cfg.backend.kind != "symbolic":
         with timed(phases, "base"):
             ensure_model(cfg.model)
@@ -313,13 +314,13 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
         config=asdict(cfg),
         overrides=overrides or [],
         seed=cfg.seed,
-        dataset_fingerprint=fingerprint(test_file(cfg.datasets_dir, f, op) for f in cfg.folds for op in OPS),
+        dataset_fingerprint=settings["test_examples"],
         run={
             "name": cfg.run,
             "model": cfg.model.name,
             "model_note": cfg.model.note,
             "backend": cfg.backend.kind,
-            "dtype": cfg.backend.compute_dtype(cfg.model) if cfg.backend.kind != "symbolic" else None,
+            "dtype": settings["dtype"],
             "folds": cfg.folds,
         },
         adapters={f: str(adapters_of(cfg, f)) for f in cfg.folds},

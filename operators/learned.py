@@ -231,9 +231,13 @@ class LearnedOperators:
             for (a, m, _, schema, n), text in zip(asks, favours, strict=True)
         ]
 
+    def _decision_asks(self, op: Operator, arguments: Sequence[tuple[Any, ...]]) -> list[Ask]:
+        """One call of a decision operator per argument tuple, on its own adapter."""
+        return self._asks(op, op.name, [op.messages(*a) for a in arguments])
+
     def unanswered(self, op: Operator, arguments: Sequence[tuple[Any, ...]]) -> int:
         """How many of these calls of a decision operator ``answers`` does not hold yet."""
-        requests = self._requests(op.name, self._asks(op, op.name, [op.messages(*a) for a in arguments]))
+        requests = self._requests(op.name, self._decision_asks(op, arguments))
         return sum(_key(r) not in self.answers for r in requests)
 
     def _ask(self, step: str, asks: list[Ask], favours: Sequence[str | None] | None = None) -> list[Outcome]:
@@ -256,8 +260,7 @@ class LearnedOperators:
         return out
 
     def decide(self, op: Operator, arguments: Sequence[tuple[Any, ...]]) -> list[Outcome]:
-        """One call of a decision operator per argument tuple, on its own adapter."""
-        return self._run(op, op.name, [op.messages(*a) for a in arguments])
+        return self._ask(op.name, self._decision_asks(op, arguments))
 
     def compare(self, pairs: Sequence[tuple[Claim, Claim]]) -> list[Outcome]:
         return self.decide(COMPARE, pairs)
