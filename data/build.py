@@ -92,14 +92,16 @@ def fold_splits(
     trajectories: list[Episode],
     validation_fraction: float,
     real_trajectories: int | None = None,
+    real_repeat: int = 1,
 ) -> dict[str, list[Episode]]:
     """``real_trajectories``: how many of the other trajectories a trajectory fold's train split
-    takes, in their given order (all when unset)."""
+    takes, in their given order (all when unset); ``real_repeat``: how many times it takes each."""
     val = [e for e in synthetic if is_validation(e.id, validation_fraction)]
     train = [e for e in synthetic if not is_validation(e.id, validation_fraction)]
     if fold != SYNTHETIC:
         others = [t for t in trajectories if t.id != fold]
-        train += others if fold == ALL or real_trajectories is None else others[:real_trajectories]
+        taken = others if fold == ALL or real_trajectories is None else others[:real_trajectories]
+        train += taken * real_repeat
     test = [t for t in trajectories if t.id == fold]
     return {"train": train, "validation": val, "test": test}
 
@@ -171,13 +173,16 @@ def build_folds(
     folds: list[str],
     validation_fraction: float,
     real_trajectories: int | None = None,
+    real_repeat: int = 1,
     progress: bool = True,
 ) -> dict[str, dict[str, dict[str, int]]]:
     """Write every requested fold; returns split sizes per fold and op."""
     by_id = {t.id: t for t in trajectories}
     sizes: dict[str, dict[str, dict[str, int]]] = {}
     for fold in tqdm(folds, desc="folds", unit="fold", disable=not progress):
-        episodes = fold_splits(fold, synthetic, trajectories, validation_fraction, real_trajectories)
+        episodes = fold_splits(
+            fold, synthetic, trajectories, validation_fraction, real_trajectories, real_repeat
+        )
         held_out = trajectories if fold == SYNTHETIC else [] if fold == ALL else [by_id[fold]]
         sizes[fold] = {}
         for op in pool.datasets:

@@ -32,6 +32,11 @@ class DataConfig(RunConfig):
     """How many of the other trajectories a trajectory fold trains on, in annotation order; unset:
     all of them (the paper's protocol). 0 trains it on synthetic scenarios alone. Folds ``all`` and
     ``synthetic`` are not affected. For the data-scaling table (scripts/data_scaling.py)."""
+    real_repeat: int = 1
+    """How many times a train split holds each trajectory example it takes. The four other
+    trajectories give about 3% of a fold's extract-stages rows, so a 100-step adapter sees a
+    handful; above 1 weights them against the synthetic rows (the paper's protocol on
+    extraction, docs/extraction.md)."""
     folds: list[str] | None = None
     """Unset: every trajectory the annotations hold, then ``all`` and ``synthetic``."""
     validate: bool = False
@@ -43,6 +48,8 @@ class DataConfig(RunConfig):
         self.check_folds("folds", self.folds, TRAINING_FOLDS)
         if self.extract_stage_ratio is not None and self.extract_stage_ratio < 0:
             raise ValueError(f"extract_stage_ratio={self.extract_stage_ratio}: must be 0 or more")
+        if self.real_repeat < 1:
+            raise ValueError(f"real_repeat={self.real_repeat}: must be 1 or more")
         if self.real_trajectories is not None and self.real_trajectories < 0:
             raise ValueError(f"real_trajectories={self.real_trajectories}: must be 0 or more")
         if not 0 < self.validation_fraction < 1:

@@ -95,6 +95,7 @@ BUILD_KEYS = (
     "compare_per_label",
     "validation_fraction",
     "real_trajectories",
+    "real_repeat",
     "extract_stages",
     "extract_stage_ratio",
 )
@@ -179,6 +180,7 @@ def _build(cfg: DataConfig, out: Path, overrides: list[str] | None) -> dict[str,
             list(cfg.folds),
             cfg.validation_fraction,
             cfg.real_trajectories,
+            cfg.real_repeat,
             progress=cfg.progress,
         )
         # A partial rebuild keeps the other folds, so the card and manifest describe them too.

@@ -69,6 +69,9 @@ class LooConfig(TrainingRun):
     real_trajectories: int | None = None
     """How many of the other trajectories each fold's own adapters train on (``DataConfig``'s
     field, passed to the build); give the run its own ``datasets_dir`` and ``adapters_dir``."""
+    real_repeat: int = 1
+    """How many times a fold's train split holds each trajectory example it takes (``DataConfig``'s
+    field, passed to the build)."""
     extract_modes: list[str] | None = None
     """The learned extraction variants scored and replayed; unset: every one the adapters allow
     (the ``STAGED_MODES`` with ``extract_stages``) but the ``OPT_IN_MODES``. A parity pass can
@@ -103,9 +106,13 @@ class LooConfig(TrainingRun):
 
     def data(self, **settings: Any) -> DataConfig:
         """The data build the run reads: its sources and seed, and the staged data and
-        real-trajectory count it names (``settings`` on top)."""
+        real-trajectory count and weight it names (``settings`` on top)."""
         return data_config(
-            self, extract_stages=self.extract_stages, real_trajectories=self.real_trajectories, **settings
+            self,
+            extract_stages=self.extract_stages,
+            real_trajectories=self.real_trajectories,
+            real_repeat=self.real_repeat,
+            **settings,
         )
 
     def served_adapters(self) -> tuple[str, ...]:
@@ -132,10 +139,12 @@ class LooConfig(TrainingRun):
         if self.folds is None:
             self.folds = self.sources().names()
         self.check_folds("folds", self.folds)
-        if self.real_trajectories is not None and self.adapters_fold == SYNTHETIC:
+        named = [f"real_trajectories={self.real_trajectories}"] if self.real_trajectories is not None else []
+        named += [f"real_repeat={self.real_repeat}"] if self.real_repeat != 1 else []
+        if named and self.adapters_fold == SYNTHETIC:
             raise ValueError(
-                f"real_trajectories={self.real_trajectories} with adapters_fold={SYNTHETIC}: the "
-                "synthetic fold trains on no trajectory; set adapters_fold=null to train each fold's own"
+                f"{', '.join(named)} with adapters_fold={SYNTHETIC}: the synthetic fold trains on "
+                "no trajectory; set adapters_fold=null to train each fold's own"
             )
         if self.adapters_fold not in (None, SYNTHETIC):
             raise ValueError(

@@ -42,7 +42,7 @@ def build_datasets(cfg: LooConfig) -> None:
     build_data(cfg.data(progress=cfg.progress))
 
 
-RUN_DATA_KEYS = ("seed", "real_trajectories")
+RUN_DATA_KEYS = ("seed", "real_trajectories", "real_repeat")
 """The data settings a LOO run names itself: the datasets it reads must have been built with them."""
 
 

@@ -143,6 +143,20 @@ def test_real_trajectories_limits_what_a_trajectory_fold_trains_on(export_dir: P
     assert fold_splits(SYNTHETIC, [], trajectories, 0.2, 3)["train"] == []
 
 
+def test_real_repeat_weights_the_trajectories_a_fold_takes(export_dir: Path) -> None:
+    """Each trajectory taken ``real_repeat`` times; the held-out test split and the synthetic
+    fold do not change."""
+    trajectories = [load_trajectory(name, shipped(export_dir)) for name in SHIPPED]
+    held_out = trajectories[0].id
+    once = fold_splits(held_out, [], trajectories, 0.2, 2)
+    thrice = fold_splits(held_out, [], trajectories, 0.2, 2, real_repeat=3)
+    assert [t.id for t in thrice["train"]] == [t.id for t in once["train"]] * 3
+    assert thrice["test"] == once["test"] and [t.id for t in once["test"]] == [held_out]
+    assert fold_splits(SYNTHETIC, [], trajectories, 0.2, None, real_repeat=3)["train"] == []
+    with pytest.raises(ValueError, match="real_repeat=0: must be 1 or more"):
+        DataConfig(exports=[str(export_dir)], real_repeat=0)
+
+
 def test_naive_bayes_learns_a_token_that_gives_the_label_away() -> None:
     rows = [(["x", "tell"], "a")] * 5 + [(["x", "other"], "b")] * 5
     model = NaiveBayes(rows)

@@ -331,3 +331,12 @@ def test_a_run_naming_a_real_trajectory_count_reads_the_datasets_it_built(
     cfg.real_trajectories, cfg.run = 2, "other"
     with pytest.raises(DataError, match=r"this run has real_trajectories=2 \(built with 1\)"):
         evaluate(cfg)
+    cfg.real_trajectories, cfg.real_repeat = 1, 3
+    with pytest.raises(DataError, match=r"this run has real_repeat=3 \(built with 1\)"):
+        evaluate(cfg)
+
+
+def test_weighting_trajectories_needs_each_fold_its_own_adapters(export_dir: Path) -> None:
+    """The synthetic fold takes no trajectory, so a weight for them would change nothing."""
+    with pytest.raises(ValueError, match="real_repeat=30 with adapters_fold=synthetic"):
+        LooConfig(folds=FOLDS, exports=[str(export_dir)], adapters_fold="synthetic", real_repeat=30)
