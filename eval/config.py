@@ -63,6 +63,11 @@ class LooConfig(TrainingRun):
     adapters_fold: str | None = None
     """Evaluate every fold with this training fold's adapters instead of each fold's own:
     ``synthetic`` holds no trajectory in training, so its 3 adapters are held-out for all five."""
+    own_adapters: list[str] = field(default_factory=list)
+    """Adapters that each fold trains on its own training split even though ``adapters_fold``
+    serves the others: ``[extract-stages]`` with ``real_repeat=30`` scores extraction under the
+    paper's protocol (the four other trajectories in training) beside synthetic-only decisions
+    (docs/extraction.md, "The four other trajectories in training")."""
     extract_stages: bool = False
     """Also build the ``extract-stages`` data, train its adapter and score two-stage-trained,
     two-stage-scored and two-stage-overlap extraction beside direct and grammar-only two-stage."""
@@ -121,6 +126,16 @@ class LooConfig(TrainingRun):
         used = {*DECISIONS, *(mode_adapter(m) for m in self.learned_modes())}
         return tuple(a for a in adapters(self.extract_stages) if a in used)
 
+    def trained_on(self, fold: str, adapter: str) -> str:
+        """The fold whose training split the adapter that evaluates ``fold`` trains on."""
+        if self.adapters_fold and adapter not in self.own_adapters:
+            return self.adapters_fold
+        return fold
+
+    def shares_adapters(self) -> bool:
+        """One set of adapters evaluates every fold: one backend, one vLLM server, for the run."""
+        return bool(self.adapters_fold) and not self.own_adapters
+
     def __post_init__(self) -> None:
         super().__post_init__()
         safe_path("run", self.run)
@@ -139,12 +154,19 @@ class LooConfig(TrainingRun):
         if self.folds is None:
             self.folds = self.sources().names()
         self.check_folds("folds", self.folds)
+        known_names("own_adapters", self.own_adapters, adapters(self.extract_stages))
+        if self.own_adapters and not self.adapters_fold:
+            raise ValueError(
+                f"own_adapters={list(self.own_adapters)} with adapters_fold=null: every fold "
+                "already trains its own adapters; own_adapters names those adapters_fold does not serve"
+            )
         named = [f"real_trajectories={self.real_trajectories}"] if self.real_trajectories is not None else []
         named += [f"real_repeat={self.real_repeat}"] if self.real_repeat != 1 else []
-        if named and self.adapters_fold == SYNTHETIC:
+        if named and self.adapters_fold == SYNTHETIC and not self.own_adapters:
             raise ValueError(
                 f"{', '.join(named)} with adapters_fold={SYNTHETIC}: the synthetic fold trains on "
-                "no trajectory; set adapters_fold=null to train each fold's own"
+                "no trajectory; set adapters_fold=null to train each fold's own, or name the "
+                "adapters each fold trains in own_adapters"
             )
         if self.adapters_fold not in (None, SYNTHETIC):
             raise ValueError(

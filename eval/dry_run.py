@@ -16,6 +16,7 @@ from eval.config import LooConfig
 from eval.harness import engine_variants, extract_variants
 from eval.plan import steps
 from eval.records import read_records
+from operators.learned import mode_adapter
 from operators.registry import DECISIONS, EXTRACT
 from train.config import train_config
 from train.dry_run import duration, training_plan
@@ -42,7 +43,7 @@ def recorded_latency(cfg: LooConfig) -> dict[tuple[str, str], float]:
 
 
 def loo_plan(cfg: LooConfig) -> dict[str, Any]:
-    plan = steps(cfg, cfg.adapters_fold, trains=not cfg.adapters and cfg.backend.kind != "symbolic")
+    plan = steps(cfg, trains=not cfg.adapters and cfg.backend.kind != "symbolic")
     out: dict[str, Any] = {
         "build": plan.missing(cfg.model),
         "train": [],
@@ -61,7 +62,8 @@ def loo_plan(cfg: LooConfig) -> dict[str, Any]:
     modes = cfg.learned_modes()
     if "two-stage-scored" in modes and cfg.backend.kind != "symbolic":
         placed = run_dir(cfg.runs_dir, cfg.run) / "calibration"
-        for fold in [cfg.adapters_fold] if cfg.adapters_fold else cfg.folds or []:
+        scorer = mode_adapter("two-stage-scored")
+        for fold in dict.fromkeys(cfg.trained_on(f, scorer) for f in cfg.folds or []):
             done = (placed / f"{fold}.json").exists()
             out["calibrate"].append({"fold": fold, "notes": cfg.calibration_notes, "placed": done})
     for fold in cfg.folds or []:
@@ -93,6 +95,8 @@ def _time(seconds: float | None) -> str:
 
 def describe_loo(cfg: LooConfig, plan: dict[str, Any]) -> str:
     adapters = cfg.adapters or (f"fold {cfg.adapters_fold}'s" if cfg.adapters_fold else "each fold's own")
+    if cfg.own_adapters:
+        adapters += f", but each fold's own {', '.join(cfg.own_adapters)}"
     lines = [
         f"LOO run {cfg.run}: model {cfg.model.name}, backend {cfg.backend.kind}, "
         f"folds {', '.join(cfg.folds or [])}; adapters: {adapters}",

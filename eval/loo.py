@@ -28,7 +28,7 @@ from operators.backends.factory import ServedBackend, open_backend
 from operators.backends.hf import HFBackend
 from operators.backends.symbolic import SymbolicBackend
 from operators.learned import LearnedOperators, mode_adapter
-from operators.registry import DECISIONS, OPS
+from operators.registry import DECISIONS, OPS, adapters
 from train.builds import ensure_model
 from train.card import record_heldout
 from train.config import train_config
@@ -67,10 +67,11 @@ def check_datasets(cfg: LooConfig) -> None:
         )
 
 
-def train_adapters(cfg: LooConfig, fold: str, ops: list[str]) -> None:
+def train_adapters(cfg: LooConfig, pairs: list[tuple[str, str]]) -> None:
+    """Train each ``(fold, op)`` adapter of ``pairs`` on its fold, here, one after another."""
     from train.recipe import train_adapter
 
-    for op in ops:
+    for fold, op in pairs:
         print(f"{fold}: training the {op} adapter", flush=True)
         manifest = train_adapter(train_config(cfg, fold, op))
         print(
@@ -82,12 +83,12 @@ POLL_S = 10.0
 """How often a run waiting for adapters looks for their manifests."""
 
 
-def wait_for_adapters(cfg: LooConfig, fold: str, ops: list[str]) -> None:
-    """Wait until other jobs have finished training ``fold``'s ``ops`` adapters, up to
-    ``wait_for_training_s`` in all; each is then held to the settings this run would have
+def wait_for_adapters(cfg: LooConfig, pairs: list[tuple[str, str]]) -> None:
+    """Wait until other jobs have finished training the ``(fold, op)`` adapters of ``pairs``, up
+    to ``wait_for_training_s`` in all; each is then held to the settings this run would have
     trained it with, as a finished adapter found at the start is (``eval.plan``)."""
     deadline = time.monotonic() + cfg.wait_for_training_s
-    for op in ops:
+    for fold, op in pairs:
         adapter = adapters_path(cfg.adapters_dir, cfg.model.name, fold, op)
         if not adapter_finished(adapter):
             print(f"{fold}: waiting for the {op} adapter, in training elsewhere ({adapter})", flush=True)
@@ -101,12 +102,18 @@ def wait_for_adapters(cfg: LooConfig, fold: str, ops: list[str]) -> None:
         check_trained_as(cfg, fold, op, adapter, data_ready=True)
 
 
-def adapters_of(cfg: LooConfig, fold: str) -> Path:
-    """The adapters that evaluate ``fold``: its own, or the shared ``adapters_fold``'s."""
-    fold = cfg.adapters_fold or fold
+def fold_adapters(cfg: LooConfig, fold: str) -> Path:
+    """The folder of the adapters trained on ``fold``: under ``adapters=<root>``, or else
+    ``adapters_dir``."""
     return (
         Path(cfg.adapters) / fold if cfg.adapters else adapters_path(cfg.adapters_dir, cfg.model.name, fold)
     )
+
+
+def adapters_of(cfg: LooConfig, fold: str) -> dict[str, Path]:
+    """The adapters that evaluate ``fold``, by name: each that of the fold it trains on
+    (``LooConfig.trained_on``)."""
+    return {a: fold_adapters(cfg, cfg.trained_on(fold, a)) / a for a in adapters(stages=True)}
 
 
 ADAPTER_FIGURES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -120,13 +127,13 @@ ADAPTER_FIGURES: dict[str, tuple[tuple[str, str], ...]] = {
 
 def record_adapter_figures(cfg: LooConfig, summary: dict[str, Any]) -> None:
     """Write each scored adapter's held-out figures into its folder and refresh its model card:
-    pooled over the folds when ``adapters_fold`` served them all, else its own fold's."""
-    if cfg.adapters_fold:
-        scored = {cfg.adapters_fold: summary["mean"]}
-    else:
-        scored = {fold: summary["folds"][fold] for fold in cfg.folds if fold in summary["folds"]}
-    for fold, table in scored.items():
-        for op, wanted in ADAPTER_FIGURES.items():
+    pooled over the folds for one that served them all (``adapters_fold``'s), else its own fold's."""
+    for op, wanted in ADAPTER_FIGURES.items():
+        if cfg.adapters_fold and op not in cfg.own_adapters:
+            scored = {cfg.adapters_fold: summary["mean"]}
+        else:
+            scored = {fold: summary["folds"][fold] for fold in cfg.folds if fold in summary["folds"]}
+        for fold, table in scored.items():
             adapter = adapters_path(cfg.adapters_dir, cfg.model.name, fold, op)
             figures = {
                 f"{metric} ({variant})": table[variant][metric]
@@ -151,7 +158,8 @@ def run_settings(cfg: LooConfig) -> dict[str, Any]:
         "model": cfg.model.name,
         "model_path": cfg.model.path,
         "dtype": cfg.backend.compute_dtype(cfg.model) if learned else None,
-        "adapters": str(adapters_of(cfg, "<fold>")) if learned else None,
+        "adapters": str(fold_adapters(cfg, cfg.adapters_fold or "<fold>")) if learned else None,
+        **({"own_adapters": list(cfg.own_adapters)} if cfg.own_adapters else {}),  # absent when none
         "seed": cfg.seed,
         **({"favour_note": cfg.favour_note} if cfg.favour_note else {}),  # absent when off
         "test_examples": fingerprint(test_file(cfg.datasets_dir, f, op) for f in cfg.folds for op in OPS),
@@ -232,11 +240,11 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
     began = time.perf_counter()
     phases = dict.fromkeys(PHASES, 0.0)
     trains = not cfg.adapters and cfg.backend.kind != "symbolic"
-    plan = steps(cfg, cfg.adapters_fold, trains)
+    plan = steps(cfg, trains)
     if plan.unbuilt:
         with timed(phases, "datasets"):
             build_datasets(cfg)
-        plan = steps(cfg, cfg.adapters_fold, trains)  # the reused adapters' data checked, now built
+        plan = steps(cfg, trains)  # the reused adapters' data checked, now built
     check_datasets(cfg)
     settings = run_settings(cfg)
     check_settings(out, records, settings)
@@ -246,32 +254,36 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
     serving: dict[str, Any] = {}
     # One backend per set of adapters: each fold's own, or one for every fold when they share
     # the adapters of ``adapters_fold`` (a single vLLM server then serves the whole run).
-    for folds in [cfg.folds] if cfg.adapters_fold else [[f] for f in cfg.folds]:
+    for folds in [cfg.folds] if cfg.shares_adapters() else [[f] for f in cfg.folds]:
         episodes = {f: load_trajectory(f, cfg.sources()) for f in folds}
-        name = cfg.adapters_fold or folds[0]  # whose adapters serve these folds
-        adapters, elsewhere = None, []  # elsewhere: adapters other jobs are training
+        name = cfg.adapters_fold if cfg.shares_adapters() else folds[0]  # whose set of adapters
+        owner = {a: cfg.trained_on(folds[0], a) for a in cfg.served_adapters()}
+        dirs, elsewhere = None, []  # elsewhere: adapters other jobs are training
         if cfg.backend.kind != "symbolic":
+            dirs = adapters_of(cfg, folds[0])
+            untrained = [
+                a for a in owner if (owner[a], a) in plan.untrained and not adapter_finished(dirs[a])
+            ]
             if cfg.wait_for_training_s:
-                elsewhere = plan.trains(name)
+                elsewhere = untrained
             else:
                 with timed(phases, "training"):
-                    train_adapters(cfg, name, plan.trains(name))
+                    train_adapters(cfg, [(owner[a], a) for a in untrained])
             if elsewhere and cfg.backend.kind != "hf":  # a server loads its adapters as it starts
                 with timed(phases, "adapter wait"):
-                    wait_for_adapters(cfg, name, elsewhere)
+                    wait_for_adapters(cfg, [(owner[a], a) for a in elsewhere])
                 elsewhere = []
-            adapters = adapters_of(cfg, folds[0])
         log = out / "logs" / f"serve-{name}.log"
         needs = [a for a in cfg.served_adapters() if a not in elsewhere]
         with ExitStack() as stack:
             with timed(phases, "backend start"):
                 backend = stack.enter_context(
-                    open_backend(cfg.backend, cfg.model, adapters, list(episodes.values()), log, needs)
+                    open_backend(cfg.backend, cfg.model, dirs, list(episodes.values()), log, needs)
                 )
             # hf: the adapters still in training, loaded once they finish; one that finished
             # since the plan was loaded with the others, and is checked as they were.
             missing = [a for a in elsewhere if isinstance(backend, HFBackend) and a not in backend.adapters]
-            wait_for_adapters(cfg, name, [a for a in elsewhere if a not in missing])
+            wait_for_adapters(cfg, [(owner[a], a) for a in elsewhere if a not in missing])
             if isinstance(backend, SymbolicBackend):
                 for fold in folds:
                     for op in DECISIONS:
@@ -288,7 +300,7 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
             while True:
                 if uncalibrated and mode_adapter("two-stage-scored") not in missing:
                     with timed(phases, "calibration"):
-                        ops.threshold = threshold(cfg, out, name, ops)
+                        ops.threshold = threshold(cfg, out, owner[mode_adapter("two-stage-scored")], ops)
                     uncalibrated = False
                 for fold, episode in episodes.items():
                     with timed(phases, "operators"):
@@ -299,8 +311,8 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
                 if not missing:
                     break
                 with timed(phases, "adapter wait"):
-                    wait_for_adapters(cfg, name, missing)
-                    backend.add_adapters({a: Path(adapters) / a for a in missing})
+                    wait_for_adapters(cfg, [(owner[a], a) for a in missing])
+                    backend.add_adapters({a: dirs[a] for a in missing})
                 missing = []
             if cfg.replay:
                 with timed(phases, "engine replays"):
@@ -323,7 +335,10 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
             "dtype": settings["dtype"],
             "folds": cfg.folds,
         },
-        adapters={f: str(adapters_of(cfg, f)) for f in cfg.folds},
+        adapters={
+            f: {a: str(d) for a, d in adapters_of(cfg, f).items() if a in cfg.served_adapters()}
+            for f in cfg.folds
+        },
         serving=serving,
         records=len(records.records),
         wall_seconds=round(time.perf_counter() - began, 1),

@@ -39,15 +39,12 @@ class Plan:
     base_missing: bool
     """The project builds this base and it is not built yet."""
     untrained: list[tuple[str, str]]
-    """(fold, op) adapters still to train, in fold-major order."""
+    """(fold, op) adapters still to train, in the order the run's folds first need them."""
 
     def missing(self, model: ModelConfig) -> list[str]:
         """What the build step would make, in words."""
         out = [f"datasets (missing: {', '.join(self.unbuilt)})"] if self.unbuilt else []
         return out + ([f"the {model.name} model at {model.path}"] if self.base_missing else [])
-
-    def trains(self, fold: str) -> list[str]:
-        return [op for f, op in self.untrained if f == fold]
 
 
 def check_trained_as(cfg: TrainingRun, fold: str, op: str, adapter: Path, data_ready: bool) -> None:
@@ -75,26 +72,24 @@ def check_trained_as(cfg: TrainingRun, fold: str, op: str, adapter: Path, data_r
         )
 
 
-def steps(cfg: LooConfig, adapters_fold: str | None = None, trains: bool = True) -> Plan:
-    """``adapters_fold``: one fold's adapters serve every fold. ``trains=False``: the adapters
-    are given (``adapters=<dir>``) or not needed, so none is planned nor checked. A finished
-    adapter trained otherwise than this run would train it raises ``AdapterMismatch``; its data
-    are checked only where the fold's datasets are built, so a run that builds them plans again
+def steps(cfg: LooConfig, trains: bool = True) -> Plan:
+    """``trains=False``: the adapters are given (``adapters=<dir>``) or not needed, so none is
+    planned nor checked. Each adapter is planned on the fold it trains on
+    (``LooConfig.trained_on``): once for ``adapters_fold``, or once per fold. A finished adapter
+    trained otherwise than this run would train it raises ``AdapterMismatch``; its data are
+    checked only where the fold's datasets are built, so a run that builds them plans again
     after the build."""
     folds, ops = list(cfg.folds or []), adapters(cfg.extract_stages)
-    adapter_folds = [adapters_fold] if adapters_fold else folds
-    unbuilt = unready(cfg.datasets_dir, [*folds, *(f for f in adapter_folds if f not in folds)], ops)
-    served = cfg.served_adapters()
+    pairs = list(dict.fromkeys((cfg.trained_on(f, op), op) for f in folds for op in ops))
+    unbuilt = unready(cfg.datasets_dir, list(dict.fromkeys([*folds, *(f for f, _ in pairs)])), ops)
+    served = cfg.served_adapters() if trains else ()
     untrained = []
-    for fold in adapter_folds:
-        for op in ops:
-            if not (trains and op in served):
-                continue
-            adapter = adapters_path(cfg.adapters_dir, cfg.model.name, fold, op)
-            if not adapter_finished(adapter):
-                untrained.append((fold, op))
-            else:
-                check_trained_as(cfg, fold, op, adapter, data_ready=fold not in unbuilt)
+    for fold, op in (pair for pair in pairs if pair[1] in served):
+        adapter = adapters_path(cfg.adapters_dir, cfg.model.name, fold, op)
+        if not adapter_finished(adapter):
+            untrained.append((fold, op))
+        else:
+            check_trained_as(cfg, fold, op, adapter, data_ready=fold not in unbuilt)
     return Plan(
         ops=ops,
         unbuilt=unbuilt,

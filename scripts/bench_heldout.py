@@ -7,7 +7,10 @@ a job under Slurm (``slurm/submit.py``), with its config resolved here and hande
 (``<root>/configs/``); Hydra overrides after the options reach every step, the root's paths
 excepted (``model.lora.layers_to_transform=[15,...,29]`` benchmarks a recipe change):
 1. the base (``scripts/make_model.py``) and the datasets (``scripts/build_data.py``);
-2. each synthetic-only adapter, one ``train.py`` each, two at a time, each on half the cores,
+2. each adapter, one ``train.py`` each: ``adapters_fold``'s, and each fold's own of those
+   named in ``own_adapters`` (``own_adapters=[extract-stages] real_repeat=30``: extraction under
+   the paper's protocol, the decisions synthetic-only; the vLLM pass then starts a server per
+   fold). Two at a time, each on half the cores,
    the longest step budget first, the next on the first half free (``--training-apart``: one
    after the other on all of them). Compare and update, each on one core beside the other, ran
    at 0.63 and 0.65 of their speed alone on both: 1.28 times the work a second, as long as both
@@ -142,6 +145,11 @@ def span(ran: dict[str, dict]) -> float:
     return max(r["start"] + r["seconds"] for r in ran.values()) - min(r["start"] for r in ran.values())
 
 
+def trained(cfg: LooConfig, fold: str, op: str) -> str:
+    """An adapter's name in the benchmark's steps: the op, and the fold where each trains its own."""
+    return op if fold == cfg.adapters_fold else f"{op} {fold}"
+
+
 def cost(config: dict, datasets: Path) -> float:
     """FLOPs per trained token of an adapter, from its resolved config and training rows."""
     from datasets import load_from_disk
@@ -192,10 +200,11 @@ def main() -> None:
     cfg: LooConfig = compose_config(args.config_name, where)  # importing LooConfig registers its schema
     if not cfg.adapters_fold:
         sys.exit(
-            f"{args.config_name}: the benchmark serves every fold from one fold's adapters (adapters_fold)"
+            f"{args.config_name}: the benchmark serves every fold from one fold's adapters "
+            "(adapters_fold), but those in own_adapters"
         )
     try:
-        plan = steps(cfg, cfg.adapters_fold)
+        plan = steps(cfg)
     except AdapterMismatch as exc:  # a recipe change benchmarked on a root trained otherwise
         sys.exit(f"{exc}\nA timing needs a new --root.")
     peaks = {"float32": matmul_peak("float32")}  # before any step, with the machine to itself
@@ -227,11 +236,13 @@ def main() -> None:
         alone("datasets", data, logs / "datasets.log")
     trainings = {}
     for fold, op in sorted(plan.untrained, key=lambda fold_op: -cfg.steps.get(fold_op[1], 0)):
+        name = trained(cfg, fold, op)
+        file = name.replace(" ", "-")
         write_config(
-            configs / "train" / f"{op}.yaml", "train", train_config(cfg, fold, op, prepare=False), by=BENCH
+            configs / "train" / f"{file}.yaml", "train", train_config(cfg, fold, op, prepare=False), by=BENCH
         )
-        train = [py, "train.py", "--config-dir", str(configs / "train"), "--config-name", op]
-        trainings[f"train {op}"] = (train, logs / f"train-{op}.log")
+        train = [py, "train.py", "--config-dir", str(configs / "train"), "--config-name", file]
+        trainings[f"train {name}"] = (train, logs / f"train-{file}.log")
     loo = [py, "scripts/loo.py", "--config-name", args.config_name, *where]
     passes = {
         "hf": ([*loo, "run=hf"], logs / "hf.log"),
@@ -255,7 +266,7 @@ def main() -> None:
     training = {}
     for manifest in sorted((root / "adapters").glob("*/*/*/manifest.json")):
         m = json.loads(manifest.read_text())
-        op = manifest.parent.name
+        op = trained(cfg, manifest.parent.parent.name, manifest.parent.name)
         stages[f"adapter {op}"] = m["wall_seconds"]
         rate = m["tokens_seen"] / m["wall_seconds"]
         gflops = rate * cost(m["config"], root / "datasets") / 1e9

@@ -124,7 +124,7 @@ def study(cfg: LooConfig, out: Path) -> list[dict]:
     operators: dict[Path, LearnedOperators] = {}  # one model per adapter, loaded when first needed
     with out.open("a") as sink:
         for key, note, catalog, claim in tqdm(todo, desc="claims", disable=not cfg.progress):
-            path = adapters_of(cfg, key[0]) / STAGES_ADAPTER
+            path = adapters_of(cfg, key[0])[STAGES_ADAPTER]
             if path not in operators:
                 operators[path] = LearnedOperators(HFBackend.load(cfg.model, {STAGES_ADAPTER: path}))
             ops = operators[path]

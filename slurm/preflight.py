@@ -112,7 +112,7 @@ state (twice the adapter in fp32) on top."""
 
 
 def disk(cfg: SubmitConfig, base_bytes: int) -> Check:
-    plan = steps(cfg, cfg.adapters_fold)
+    plan = steps(cfg)
     per_adapter = ADAPTER_GIB.get(cfg.model.name, 0.05) * 2**30
     kept = cfg.save_total_limit if cfg.save_total_limit is not None else 10
     need = base_bytes + len(plan.untrained) * per_adapter * (1 + 3 * kept)
@@ -155,7 +155,7 @@ def hours(limit: str) -> float:
 def gpu_hours(cfg: SubmitConfig) -> Check:
     """The GPU-hours the jobs book (their time limits), and the hours expected from adapters this
     model already trained on the same GPU, where the manifests record one."""
-    plan = steps(cfg, cfg.adapters_fold)
+    plan = steps(cfg)
     train, evaluate = cfg.resources.train, cfg.resources.eval
     eval_jobs = len(cfg.folds or [])
     booked = len(plan.untrained) * train.gpus * hours(train.time) + eval_jobs * evaluate.gpus * hours(

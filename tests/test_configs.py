@@ -126,7 +126,7 @@ def test_loo_settings_reach_the_trained_adapter(
             f"adapters_dir={tmp_path}",
         ],
     )
-    train_adapters(cfg, "patch-guardrails", ["compare"])
+    train_adapters(cfg, [("patch-guardrails", "compare")])
     adapter = tmp_path / "tiny" / "patch-guardrails" / "compare"
     assert json.loads((adapter / "adapter_config.json").read_text())["r"] == 8
     manifest = json.loads((adapter / "manifest.json").read_text())

@@ -6,7 +6,7 @@ Entry scripts share this so a replay and a LOO fold get their operators the same
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -68,10 +68,13 @@ def serving(cfg: BackendConfig, model: ModelConfig) -> ServeConfig:
     return replace(cfg.serve, base=cfg.serve.base or model.path, dtype=dtype)
 
 
-def adapter_dirs(root: str | Path, needs: Sequence[str] = OPS) -> dict[str, Path]:
-    """``<root>/<adapter>`` for every finished adapter there; each of ``needs`` (every
-    operator's, unless the run uses fewer) must be one."""
-    dirs = {name: Path(root) / name for name in adapters(stages=True)}
+def adapter_dirs(root: str | Path | Mapping[str, Path], needs: Sequence[str] = OPS) -> dict[str, Path]:
+    """``<root>/<adapter>`` (or the folder ``root`` maps it to) for every finished adapter;
+    each of ``needs`` (every operator's, unless the run uses fewer) must be one."""
+    if isinstance(root, Mapping):
+        dirs = {name: Path(root[name]) for name in adapters(stages=True) if name in root}
+    else:
+        dirs = {name: Path(root) / name for name in adapters(stages=True)}
     missing = [str(dirs[op]) for op in needs if not adapter_finished(dirs[op])]
     if missing:
         raise BackendError(f"no finished adapter in: {', '.join(missing)} (train them with train.py)")
@@ -121,13 +124,14 @@ class ServedBackend:
 def open_backend(
     cfg: BackendConfig,
     model: ModelConfig,
-    adapters: str | Path | None,
+    adapters: str | Path | Mapping[str, Path] | None,
     episodes: Sequence[Episode],
     log: Path,
     needs: Sequence[str] = OPS,
 ) -> Iterator[Backend]:
-    """``needs``: the adapters that must be finished under ``adapters`` (every other finished one
-    there is loaded too)."""
+    """``adapters``: a folder holding one adapter per name, or each name's folder (a LOO run whose
+    adapters come from more than one fold). ``needs``: the adapters that must be finished (every
+    other finished one is loaded too)."""
     if cfg.kind == "symbolic":
         from operators.backends.symbolic import SymbolicBackend
 
