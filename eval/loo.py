@@ -129,8 +129,9 @@ def record_adapter_figures(cfg: LooConfig, summary: dict[str, Any]) -> None:
     """Write each scored adapter's held-out figures into its folder and refresh its model card:
     pooled over the folds for one that served them all (``adapters_fold``'s), else its own fold's."""
     for op, wanted in ADAPTER_FIGURES.items():
-        if cfg.adapters_fold and op not in cfg.own_adapters:
-            scored = {cfg.adapters_fold: summary["mean"]}
+        owners = {cfg.trained_on(fold, op) for fold in cfg.folds}
+        if owners.isdisjoint(cfg.folds):  # trained outside the folds, it served them all
+            scored = dict.fromkeys(owners, summary["mean"])
         else:
             scored = {fold: summary["folds"][fold] for fold in cfg.folds if fold in summary["folds"]}
         for fold, table in scored.items():

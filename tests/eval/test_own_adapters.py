@@ -17,6 +17,7 @@ from eval.plan import steps
 from eval.records import read_records
 from operators.backends import BackendError
 from tests.conftest import QUICK_TRAIN
+from train.card import HELDOUT
 
 FOLD = "patch-guardrails"
 
@@ -69,6 +70,8 @@ def test_each_fold_trains_its_own_extraction_beside_the_synthetic_decisions(
     scored = {(r["op"], r["variant"]) for r in read_records(run / "records.jsonl")}
     assert {("compare", "learned"), ("update", "learned"), ("extract", "two-stage-trained")} <= scored
     assert steps(cfg).untrained == []  # a rerun trains nothing again
+    for adapter in ("synthetic/compare", "synthetic/update", f"{FOLD}/extract-stages"):
+        assert cfg.run in json.loads((trained / adapter / HELDOUT).read_text())  # each card its own figures
 
     # Given adapters (``adapters=<root>``): a fold's own adapter missing from the root is named,
     # not replaced by the synthetic fold's.
