@@ -271,8 +271,9 @@ def main() -> None:
         rate = m["tokens_seen"] / m["wall_seconds"]
         gflops = rate * cost(m["config"], root / "datasets") / 1e9
         precision = m["device"]["precision"]
-        # The peak was measured on every core; a training in a lane is held to its cores' share.
-        used = len(schedule.get(f"train {op}", {}).get("cores", cores))
+        # The peak was measured on every core; a training is held to the share of the cores it
+        # had: its torch threads, one per core it could run on, recorded also for a linked adapter.
+        used = m["threads"]
         training[op] = {
             "steps": m["global_step"],
             "tokens": m["tokens_seen"],
