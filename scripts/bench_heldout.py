@@ -162,6 +162,26 @@ def cost(config: dict, datasets: Path) -> float:
     return flops_per_token(config["model"]["path"], LoraSpec(**config["model"]["lora"]), mix)
 
 
+def training_figures(m: dict, token_flops: float, peaks: dict[str, float], cores: int) -> dict:
+    """One adapter's training figures from its manifest ``m``. The matmul peak was measured on
+    all ``cores``; the adapter is held to the share of them its torch threads had (one a core it
+    could run on, as its manifest records), so one trained in a lane, or linked from another run,
+    is not held to every core. ``token_flops``: FLOPs a trained token costs (``cost``)."""
+    rate = m["tokens_seen"] / m["wall_seconds"]
+    gflops = rate * token_flops / 1e9
+    precision = m["device"]["precision"]
+    return {
+        "steps": m["global_step"],
+        "tokens": m["tokens_seen"],
+        "tokens_per_second": round(rate, 1),
+        "gflops": round(gflops, 1),
+        "precision": precision,
+        "cores": m["threads"],
+        "share_of_peak": round(gflops / (peaks[precision] * m["threads"] / cores), 3),
+        "eval_loss": m["eval_loss"],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -268,22 +288,7 @@ def main() -> None:
         m = json.loads(manifest.read_text())
         op = trained(cfg, manifest.parent.parent.name, manifest.parent.name)
         stages[f"adapter {op}"] = m["wall_seconds"]
-        rate = m["tokens_seen"] / m["wall_seconds"]
-        gflops = rate * cost(m["config"], root / "datasets") / 1e9
-        precision = m["device"]["precision"]
-        # The peak was measured on every core; a training is held to the share of the cores it
-        # had: its torch threads, one per core it could run on, recorded also for a linked adapter.
-        used = m["threads"]
-        training[op] = {
-            "steps": m["global_step"],
-            "tokens": m["tokens_seen"],
-            "tokens_per_second": round(rate, 1),
-            "gflops": round(gflops, 1),
-            "precision": precision,
-            "cores": used,
-            "share_of_peak": round(gflops / (peaks[precision] * used / len(cores)), 3),
-            "eval_loss": m["eval_loss"],
-        }
+        training[op] = training_figures(m, cost(m["config"], root / "datasets"), peaks, len(cores))
     stages |= {group: walls[group] for group in (IN_LANES, SIDE_BY_SIDE, OVERLAPPED) if group in walls}
     for backend, stage in PASS_STAGE.items():
         stages[stage] = schedule[backend]["seconds"]

@@ -126,3 +126,22 @@ def test_a_job_that_needs_another_is_passed_over_until_that_one_has_ended(tmp_pa
         )
     with pytest.raises(ValueError, match="not given"):
         b.in_lanes(children, [own], clock=0.0, after={"server": ["trainings"]})
+
+
+def test_an_adapter_is_held_to_the_cores_its_manifest_records() -> None:
+    """A training on one core of two (in a lane, or linked from a run that had it in one) is
+    measured against half the machine's peak, not all of it."""
+    b = bench()
+    manifest = {
+        "tokens_seen": 2000,
+        "wall_seconds": 10.0,
+        "global_step": 20,
+        "eval_loss": 0.1,
+        "device": {"precision": "bf16"},
+    }
+    peaks = {"bf16": 400.0, "float32": 100.0}  # GFLOP/s on both cores
+    one, two = ({**manifest, "threads": n} for n in (1, 2))
+    # 200 tokens/s at 1 GFLOP a token: 200 GFLOP/s
+    assert b.training_figures(one, 1e9, peaks, cores=2)["share_of_peak"] == 1.0
+    assert b.training_figures(two, 1e9, peaks, cores=2)["share_of_peak"] == 0.5
+    assert b.training_figures(one, 1e9, peaks, cores=2)["cores"] == 1
