@@ -1,5 +1,5 @@
 """scripts/bench_heldout.py's children in lanes: each on its lane's cores, the next job on the first
-lane free, and a failure stops the rest."""
+lane free, and a failure stops the rest; and a training's share of the cores' peak."""
 
 from __future__ import annotations
 
