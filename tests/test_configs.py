@@ -9,18 +9,18 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-import data.config  # noqa: F401  (registers data_schema)
-import eval.config
-import eval.curve  # noqa: F401  (registers curve_schema)
-import slurm.config  # noqa: F401  (registers submit_schema)
-import train.config  # noqa: F401  (registers train_schema and the op group)
-from core.config import CONFIGS, compose_config
-from operators.registry import ADAPTERS, adapters
+import memops.data.config
+import memops.eval.config
+import memops.eval.curve
+import memops.slurm.config
+import memops.train.config  # noqa: F401  (registers train_schema and the op group)
+from memops.core.config import CONFIGS, compose_config
+from memops.operators.registry import ADAPTERS, adapters
 from tests.slurm.test_submit import dry_run
 
 ENTRY = {"train": [], "loo": [], "data": [], "replay": [], "submit": [], "curve": ["adapter=a"]}
 ENTRY |= {"report": ["run=r"], "parity": ["first=a", "second=b"]}
-"""Each entry script's config (configs/<name>.yaml, scripts/<name>.py or train.py), and what it
+"""Each entry point's config (configs/<name>.yaml, a `memops` command or a benchmark), and what it
 needs given; every other config in configs/ is a LOO run (its defaults start from loo)."""
 GROUPS = {"model": "train", "recipe": "train", "backend": "loo", "profile": "submit"}
 """Each config group, and the entry config that composes it."""
@@ -112,8 +112,8 @@ SETTINGS = ["model.lora.r=8", "op.max_length=512"]
 def test_loo_settings_reach_the_trained_adapter(
     tiny_model: Path, small_datasets: Path, tmp_path: Path
 ) -> None:
-    """``scripts/loo.py ... model.lora.r=8 op.max_length=512``: the adapters it trains have them."""
-    from eval.loo import train_adapters
+    """``memops loo ... model.lora.r=8 op.max_length=512``: the adapters it trains have them."""
+    from memops.eval.loo import train_adapters
 
     cfg = compose_config(
         "tiny-demo",
@@ -177,7 +177,7 @@ def test_entry_scripts_log_their_messages_and_not_each_http_request(name: str) -
         cfg = compose(name, overrides=ENTRY.get(name, []), return_hydra_config=True)
     logging.config.dictConfig(OmegaConf.to_container(cfg.hydra.job_logging))
     try:
-        assert logging.getLogger("eval.loo").isEnabledFor(logging.INFO)
+        assert logging.getLogger("memops.eval.loo").isEnabledFor(logging.INFO)
         assert not any(logging.getLogger(n).isEnabledFor(logging.INFO) for n in HTTP_LOGGERS)
     finally:
         for n in HTTP_LOGGERS:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from core.files import write_atomic
-from data.manifest import write_manifest
+from memops.core.files import write_atomic
+from memops.data.manifest import write_manifest
 
 
 def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from core.locks import Busy, exclusive
+from memops.core.locks import Busy, exclusive
 from tests.conftest import ROOT
 
 TAKE = (
-    "import sys; from core.locks import exclusive\n"
+    "import sys; from memops.core.locks import exclusive\n"
     "with exclusive(sys.argv[1], 'dataset build'): print('taken')"
 )
 
@@ -62,7 +62,7 @@ def test_build_data_refuses_a_folder_another_build_holds(tmp_path: Path, export_
     out = tmp_path / "datasets"
     with exclusive(tmp_path / ".datasets.lock", "dataset build"):
         proc = subprocess.run(
-            [sys.executable, "scripts/build_data.py", f"datasets_dir={out}", f"exports=[{export_dir}]"],
+            [sys.executable, "-m", "memops", "build-data", f"datasets_dir={out}", f"exports=[{export_dir}]"],
             cwd=ROOT,
             capture_output=True,
             text=True,

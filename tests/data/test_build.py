@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from core.layout import SYNTHETIC, TRAINING_FOLDS
-from core.sources import SHIPPED
-from data.build import LeakageError, check_leakage, fold_splits
-from data.config import DataConfig
-from data.pipeline import build
-from data.realism import NaiveBayes
-from data.replay import load_trajectory
-from memory import ACTIONS
-from operators.examples import COMPARE_LABELS
-from operators.registry import OPS
-from operators.schemas import CompareOutput, ExtractOutput, UpdateOutput
+from memops.core.layout import SYNTHETIC, TRAINING_FOLDS
+from memops.core.sources import SHIPPED
+from memops.data.build import LeakageError, check_leakage, fold_splits
+from memops.data.config import DataConfig
+from memops.data.pipeline import build
+from memops.data.realism import NaiveBayes
+from memops.data.replay import load_trajectory
+from memops.memory import ACTIONS
+from memops.operators.examples import COMPARE_LABELS
+from memops.operators.registry import OPS
+from memops.operators.schemas import CompareOutput, ExtractOutput, UpdateOutput
 from tests.conftest import shipped
 
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ROOT, SHIPPED_ANNOTATIONS
+from tests.conftest import ROOT
 from tests.data.test_export import git
 
 NAME = "cache-history"
@@ -50,7 +50,7 @@ def test_a_repository_kept_outside_the_checkout_goes_from_git_log_to_a_loo_fold(
     commits.write_text("\n".join(shas) + "\n")
     exports, annotations = tmp_path / "exports", tmp_path / "annotations"
     proc = run(
-        "scripts/export_commits.py",
+        "-m", "memops", "export-commits",
         "--repo", str(tmp_path / "repo"),
         "--commits", str(commits),
         "--name", NAME,
@@ -63,27 +63,27 @@ def test_a_repository_kept_outside_the_checkout_goes_from_git_log_to_a_loo_fold(
     for placeholder, short in shorts.items():
         text = text.replace(f"{{{placeholder}}}", short)
     (annotations / f"{NAME}.yaml").write_text(text)
-    sources = [f"annotations=[{SHIPPED_ANNOTATIONS},{annotations}]", f"exports=[{export_dir},{exports}]"]
+    sources = [f"annotations=[shipped,{annotations}]", f"exports=[shipped,{exports}]"]
 
-    proc = run("scripts/build_data.py", "validate=true", *sources)
+    proc = run("-m", "memops", "build-data", "validate=true", *sources)
     assert proc.returncode == 0, proc.stderr
     assert f"{NAME}: {annotations / NAME}.yaml + {exports / NAME}.jsonl" in proc.stdout
     assert "6 trajectories, 61 commits" in proc.stdout  # the five shipped and this one
 
     datasets = tmp_path / "datasets"
     small = ["scenarios_per_family=2", "noisy_per_family=0", f"datasets_dir={datasets}", "progress=false"]
-    proc = run("scripts/build_data.py", *small, f"folds=[{NAME},all]", *sources)
+    proc = run("-m", "memops", "build-data", *small, f"folds=[{NAME},all]", *sources)
     assert proc.returncode == 0, proc.stderr
     assert (datasets / NAME / "extract" / "test.jsonl").exists()
 
-    proc = run("scripts/replay.py", f"trajectory={NAME}", *sources)
+    proc = run("-m", "memops", "replay", f"trajectory={NAME}", *sources)
     assert proc.returncode == 0, proc.stderr
     assert f"cache.backend = Redis 6 ({shorts['c4']}, 2024-03-20, code-change)" in proc.stdout
     assert f"2024-03-20 cache.backend: Memcached -> current ({shorts['c4']})" in proc.stdout
 
     out = tmp_path / "loo"
     loo = ["backend=symbolic", "run=byor", f"folds=[{NAME}]", f"runs_dir={out}", f"datasets_dir={datasets}"]
-    proc = run("scripts/loo.py", *loo, "progress=false", *sources)
+    proc = run("-m", "memops", "loo", *loo, "progress=false", *sources)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((out / "byor" / "summary.json").read_text())
     assert summary["folds"][NAME]["symbolic"]["engine_queries"]["mean"] == 1.0

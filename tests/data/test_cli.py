@@ -13,7 +13,7 @@ from tests.conftest import ROOT
 
 def build_data(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "scripts/build_data.py", *args],
+        [sys.executable, "-m", "memops", "build-data", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -41,22 +41,30 @@ def test_unknown_key_and_bad_type_are_rejected() -> None:
 
 
 @pytest.mark.parametrize(
-    ("script", "override", "message"),
+    ("command", "override", "message"),
     [
-        ("scripts/build_data.py", "folds=[nope]", "folds: unknown ['nope']"),
-        ("scripts/build_data.py", "validation_fraction=1.5", "validation_fraction=1.5"),
-        ("train.py", "fold=nope", "fold: unknown ['nope']"),
-        ("train.py", "fold=../../../../escaped", "fold: unknown"),
-        ("train.py", "holdout=patch-guardrails", "holdout= is now fold=: pass fold=patch-guardrails"),
-        ("scripts/loo.py", "run=../../../escaped-run", "run='../../../escaped-run'"),
-        ("scripts/loo.py", "folds=[nope]", "folds: unknown ['nope']"),
+        ("build-data", "folds=[nope]", "folds: unknown ['nope']"),
+        ("build-data", "validation_fraction=1.5", "validation_fraction=1.5"),
+        ("train", "fold=nope", "fold: unknown ['nope']"),
+        ("train", "fold=../../../../escaped", "fold: unknown"),
+        ("train", "holdout=patch-guardrails", "holdout= is now fold=: pass fold=patch-guardrails"),
+        ("loo", "run=../../../escaped-run", "run='../../../escaped-run'"),
+        ("loo", "folds=[nope]", "folds: unknown ['nope']"),
     ],
 )
-def test_names_are_checked_before_any_work(script: str, override: str, message: str, tmp_path: Path) -> None:
+def test_names_are_checked_before_any_work(command: str, override: str, message: str, tmp_path: Path) -> None:
     """Refused in config validation: nothing is built, trained or written, inside outputs/ or out."""
     accepted = [f"{k}={tmp_path / k}" for k in ("runs_dir", "datasets_dir", "adapters_dir")]
     proc = subprocess.run(
-        [sys.executable, script, "model=tiny" if script == "train.py" else "seed=0", override, *accepted],
+        [
+            sys.executable,
+            "-m",
+            "memops",
+            command,
+            "model=tiny" if command == "train" else "seed=0",
+            override,
+            *accepted,
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,

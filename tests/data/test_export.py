@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from data.replay import read_export
+from memops.data.replay import read_export
 from tests.conftest import ROOT
 
 
@@ -54,7 +54,7 @@ def repo(tmp_path: Path) -> tuple[Path, list[str]]:
 
 def run_exporter(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "scripts/export_commits.py", *args], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "memops", "export-commits", *args], cwd=ROOT, capture_output=True, text=True
     )
 
 
@@ -80,8 +80,8 @@ def test_export_from_a_commits_file(repo: tuple[Path, list[str]], tmp_path: Path
 
 def test_an_all_digit_or_leading_zero_hash_in_yaml_stays_the_text_written(tmp_path: Path) -> None:
     """YAML 1.1 reads 0123456 as octal 42798 and 123456789 as a number; a commit is kept as text."""
-    from data.export import commits_from_trajectory
-    from data.problems import load_yaml
+    from memops.data.export import commits_from_trajectory
+    from memops.data.problems import load_yaml
 
     ann = tmp_path / "t.yaml"
     ann.write_text(

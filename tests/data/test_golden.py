@@ -8,8 +8,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from data.config import DataConfig
-from data.pipeline import build
+from memops.data.config import DataConfig
+from memops.data.pipeline import build
 from tests.conftest import ROOT
 
 GOLDEN = ROOT / "tests" / "fixtures" / "datasets.sha256"

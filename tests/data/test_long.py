@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from core.sessions import Episode
-from data.replay import load_trajectory
-from memory.state import Entry, StateMemory, rule
-from operators.prompts import update_messages
-from operators.registry import UPDATE
+from memops.core.sessions import Episode
+from memops.data.replay import load_trajectory
+from memops.memory.state import Entry, StateMemory, rule
+from memops.operators.prompts import update_messages
+from memops.operators.registry import UPDATE
 from tests.conftest import shipped
 
 

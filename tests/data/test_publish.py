@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from core.layout import unready
-from data.config import DataConfig
-from data.pipeline import build
-from data.problems import DataError
-from data.publish import JOURNAL, recover
-from operators.registry import OPS
+from memops.core.layout import unready
+from memops.data.config import DataConfig
+from memops.data.pipeline import build
+from memops.data.problems import DataError
+from memops.data.publish import JOURNAL, recover
+from memops.operators.registry import OPS
 from tests.conftest import ROOT
 
 KILL_AT_STEP = """
 import os, signal, sys
 from pathlib import Path
-import data.publish
+import memops.data.publish
 
 class KillAtStep:
     '''os, except that the Nth rename, replace or unlink of the swap kills the process first.'''
@@ -39,7 +39,7 @@ class KillAtStep:
             return real(*args)
         return step
 
-data.publish.os = KillAtStep(int(sys.argv[1]))
+memops.data.publish.os = KillAtStep(int(sys.argv[1]))
 exec(sys.argv[2])
 """
 
@@ -76,7 +76,7 @@ def test_a_kill_at_any_step_of_the_swap_leaves_the_old_or_the_new_set(step: int,
     (staging / "new").mkdir()
     (staging / "new" / "x.jsonl").write_text("only in the new set\n")
     old = snapshot(out)
-    code = f"data.publish.publish(Path({str(staging)!r}), Path({str(out)!r}), {NAMES!r})"
+    code = f"memops.data.publish.publish(Path({str(staging)!r}), Path({str(out)!r}), {NAMES!r})"
     proc = killed_at(step, code)
     if step <= SWAP_STEPS:
         assert proc.returncode == -signal.SIGKILL, proc.stderr
@@ -109,8 +109,8 @@ def test_a_build_killed_mid_swap_is_put_back_then_rebuilt_by_the_next_build(
     old = snapshot(out)
     cfg = small(out, export_dir, seed=1)
     code = (
-        "from core.models import LoraSpec, ModelConfig\nfrom data.config import DataConfig\n"
-        "from data.pipeline import build\n"
+        "from memops.core.models import LoraSpec, ModelConfig\nfrom memops.data.config import DataConfig\n"
+        "from memops.data.pipeline import build\n"
         f"build(DataConfig(**{cfg.__dict__!r}))"
     )
     proc = killed_at(5, code)  # killed before the 5th step: patch-guardrails is new, all is moved aside

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from core.sessions import Query
-from core.sources import SHIPPED, Sources
-from data.problems import DataError
-from data.replay import load_trajectories, load_trajectory, read_export
+from memops.core.sessions import Query
+from memops.core.sources import SHIPPED, Sources
+from memops.data.problems import DataError
+from memops.data.replay import load_trajectories, load_trajectory, read_export
 from tests.conftest import SHIPPED_ANNOTATIONS, shipped
 
 
@@ -211,8 +211,8 @@ def test_query_tokens_match_whole_tokens_only(answer: str, token: str, whole: bo
 def test_a_query_problem_is_named_with_file_and_line(
     workspace: tuple[Path, Path], required: str, problem: str
 ) -> None:
-    from data.config import DataConfig
-    from data.pipeline import validate
+    from memops.data.config import DataConfig
+    from memops.data.pipeline import validate
 
     exports, annotations = workspace
     path = annotations / "model-routing.yaml"

@@ -9,12 +9,12 @@ from collections import Counter
 
 import pytest
 
-from core.sessions import QUERY_TYPES, Episode
-from data.scenarios.catalog import SLOTS, SYNTHETIC_CATALOG
-from data.scenarios.generate import FAMILIES, scenario, scenarios
-from data.scenarios.phrasing import TAILS, TEMPLATES, paraphrase
-from memory import EVIDENCE_TYPES, Claim, StateMemory, norm
-from memory.reader import answer
+from memops.core.sessions import QUERY_TYPES, Episode
+from memops.data.scenarios.catalog import SLOTS, SYNTHETIC_CATALOG
+from memops.data.scenarios.generate import FAMILIES, scenario, scenarios
+from memops.data.scenarios.phrasing import TAILS, TEMPLATES, paraphrase
+from memops.memory import EVIDENCE_TYPES, Claim, StateMemory, norm
+from memops.memory.reader import answer
 
 
 def test_catalog_has_enough_pairs_with_values() -> None:

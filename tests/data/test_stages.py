@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from core.sessions import Episode, Session
-from data.build import LeakageError, Pool, build_folds, build_pool, mix_stages
-from data.replay import load_trajectory
-from data.scenarios.generate import scenarios
-from memory import norm
-from operators.backends import Completion, Odds, Probe, Request
-from operators.examples import extract_examples, stage_examples
-from operators.learned import LearnedOperators
-from operators.prompts import right_answers
-from operators.registry import STAGES_ADAPTER
+from memops.core.sessions import Episode, Session
+from memops.data.build import LeakageError, Pool, build_folds, build_pool, mix_stages
+from memops.data.replay import load_trajectory
+from memops.data.scenarios.generate import scenarios
+from memops.memory import norm
+from memops.operators.backends import Completion, Odds, Probe, Request
+from memops.operators.examples import extract_examples, stage_examples
+from memops.operators.learned import LearnedOperators
+from memops.operators.prompts import right_answers
+from memops.operators.registry import STAGES_ADAPTER
 from tests.conftest import shipped
 from tests.data.test_build import small
 
@@ -167,7 +167,7 @@ def test_the_leakage_check_covers_stage_examples(episodes: list[Episode], tmp_pa
 
 
 def test_stages_off_leaves_every_dataset_byte_identical(tmp_path: Path, export_dir: Path) -> None:
-    from data.pipeline import build
+    from memops.data.pipeline import build
 
     off, on = tmp_path / "off", tmp_path / "on"
     build(small(off, export_dir))

@@ -1,4 +1,4 @@
-"""scripts/bench_heldout.py's children in lanes: each on its lane's cores, the next job on the first
+"""benchmarks/bench_heldout.py's children in lanes: each on its lane's cores, the next job on the first
 lane free, and a failure stops the rest; and a training's share of the cores' peak."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from tests.conftest import ROOT
 
 
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_heldout", ROOT / "scripts" / "bench_heldout.py")
+    spec = importlib.util.spec_from_file_location("bench_heldout", ROOT / "benchmarks" / "bench_heldout.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from core.models import ModelConfig
-from data.problems import DataError
-from eval.config import LooConfig
-from eval.loo import PHASES, SETTINGS, check_settings, evaluate, run_settings
-from eval.records import Records, RecordsError, json_lines, mend_tail, read_records
-from eval.report import ENGINE_ONLY, LEARNED, METRICS, VARIANTS, table
-from operators.learned import OPT_IN_MODES
-from operators.registry import DECISIONS, OPS
+from memops.core.models import ModelConfig
+from memops.data.problems import DataError
+from memops.eval.config import LooConfig
+from memops.eval.loo import PHASES, SETTINGS, check_settings, evaluate, run_settings
+from memops.eval.records import Records, RecordsError, json_lines, mend_tail, read_records
+from memops.eval.report import ENGINE_ONLY, LEARNED, METRICS, VARIANTS, table
+from memops.operators.learned import OPT_IN_MODES
+from memops.operators.registry import DECISIONS, OPS
 from tests.conftest import ROOT
 
 FOLDS = ["patch-guardrails"]
@@ -204,7 +204,7 @@ def test_report_script_rebuilds_from_records_alone(uninterrupted, tmp_path: Path
     copy.mkdir()
     (copy / "records.jsonl").write_bytes((run_dir / "records.jsonl").read_bytes())
     done = subprocess.run(
-        [sys.executable, "scripts/report.py", f"run={copy}"],
+        [sys.executable, "-m", "memops", "report", f"run={copy}"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -226,7 +226,7 @@ def test_report_merges_per_fold_runs_as_slurm_eval_jobs_write_them(uninterrupted
         (part / "records.jsonl").write_text("".join(json.dumps({**r, "fold": fold}) + "\n" for r in records))
         (part / "manifest.json").write_text((run_dir / "manifest.json").read_text())
     done = subprocess.run(
-        [sys.executable, "scripts/report.py", f"run={merged}", "merge=[patch-guardrails,model-routing]"],
+        [sys.executable, "-m", "memops", "report", f"run={merged}", "merge=[patch-guardrails,model-routing]"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -249,7 +249,7 @@ def test_report_merges_per_fold_runs_as_slurm_eval_jobs_write_them(uninterrupted
 def test_merge_refuses_a_missing_fold_or_records_filed_under_the_wrong_fold(
     uninterrupted, tmp_path: Path
 ) -> None:
-    from eval.report import merge_folds
+    from memops.eval.report import merge_folds
 
     run_dir, _ = uninterrupted
     with pytest.raises(FileNotFoundError, match="no records for fold browser-surface"):
@@ -290,7 +290,7 @@ def test_a_parity_pass_scores_only_what_it_names(
 def test_a_decisions_only_run_sets_the_prompted_base_against_the_same_examples(
     small_datasets: Path, export_dir: Path, tmp_path: Path
 ) -> None:
-    """``extract_modes=[]`` (make demo, scripts/data_scaling.py): no learned extraction, so the
+    """``extract_modes=[]`` (make demo, benchmarks/data_scaling.py): no learned extraction, so the
     prompted base neither extracts nor replays its extraction, and its overall, like the learned
     one, is over compare and update alone. The rules still extract: the reference row."""
     cfg = config(tmp_path, small_datasets, export_dir)
@@ -323,7 +323,7 @@ def test_a_run_naming_a_real_trajectory_count_reads_the_datasets_it_built(
     export_dir: Path, tmp_path: Path
 ) -> None:
     """``real_trajectories=k`` once built its datasets with k and then refused them as built with
-    k where the run had None (scripts/data_scaling.py failed so on every count)."""
+    k where the run had None (benchmarks/data_scaling.py failed so on every count)."""
     cfg = config(tmp_path, tmp_path / "datasets", export_dir)
     cfg.real_trajectories = 1
     summary = evaluate(cfg)

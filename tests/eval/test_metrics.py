@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eval.metrics import (
+from memops.eval.metrics import (
     bootstrap_ci,
     by_wording,
     claim_f1,

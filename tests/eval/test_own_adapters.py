@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from core.config import compose_config
-from core.layout import ADAPTER_MANIFEST
-from eval.config import LooConfig
-from eval.loo import evaluate
-from eval.plan import steps
-from eval.records import read_records
-from operators.backends import BackendError
+from memops.core.config import compose_config
+from memops.core.layout import ADAPTER_MANIFEST
+from memops.eval.config import LooConfig
+from memops.eval.loo import evaluate
+from memops.eval.plan import steps
+from memops.eval.records import read_records
+from memops.operators.backends import BackendError
+from memops.train.card import HELDOUT
 from tests.conftest import QUICK_TRAIN
-from train.card import HELDOUT
 
 FOLD = "patch-guardrails"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from core.config import compose_config
-from eval.plan import AdapterMismatch, steps
-from train.config import train_config, trained_otherwise
+from memops.core.config import compose_config
+from memops.eval.plan import AdapterMismatch, steps
+from memops.train.config import train_config, trained_otherwise
 
 FOLD = "patch-guardrails"
 

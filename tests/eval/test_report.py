@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eval.report import markdown, summarize
+from memops.eval.report import markdown, summarize
 
 
 def record(fold: str, op: str, variant: str, i: int, score: float, error: str | None = None) -> dict:

@@ -1,4 +1,4 @@
-"""scripts/value_spans.py on the tiny model's extract-stages adapter, trained by the real recipe."""
+"""benchmarks/value_spans.py on the tiny model's extract-stages adapter, trained by the real recipe."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from data.replay import load_trajectory
-from eval.metrics import value_match
+from memops.data.replay import load_trajectory
+from memops.eval.metrics import value_match
 from tests.conftest import ROOT, shipped
 
 pytestmark = pytest.mark.slow
@@ -22,7 +22,7 @@ def test_the_value_study_reads_every_gold_claim_once_and_resumes_after_a_cut_off
 ) -> None:
     cmd = [
         sys.executable,
-        "scripts/value_spans.py",
+        "benchmarks/value_spans.py",
         "--config-name",
         "loo",
         "model=tiny",

@@ -1,5 +1,5 @@
 """A LOO run that starts while other jobs still train some of its adapters
-(``wait_for_training_s``, how scripts/bench_heldout.py starts the hf pass beside the last
+(``wait_for_training_s``, how benchmarks/bench_heldout.py starts the hf pass beside the last
 training): it scores what the finished adapters serve, loads the others once they are finished,
 and ends with the records of a run that had them all from the start."""
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from core.config import compose_config
-from eval.loo import evaluate
-from eval.records import read_records
+from memops.core.config import compose_config
+from memops.eval.loo import evaluate
+from memops.eval.records import read_records
 from tests.conftest import QUICK_TRAIN
 
 FOLD = "patch-guardrails"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from memory import Claim, Evidence, StateMemory
+from memops.memory import Claim, Evidence, StateMemory
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory import Finding, check
-from memory.checker import dependency_cycles, resource_collisions
+from memops.memory import Finding, check
+from memops.memory.checker import dependency_cycles, resource_collisions
 
 
 def dep(i: str, text: str) -> Finding:

@@ -8,7 +8,7 @@ import re
 import pytest
 from pydantic import ValidationError
 
-from memory import (
+from memops.memory import (
     EVIDENCE_WEIGHTS,
     Claim,
     Evidence,

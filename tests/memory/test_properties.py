@@ -7,8 +7,8 @@ from datetime import timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory import EVIDENCE_TYPES, Claim, Evidence, StateMemory, Status, norm
-from memory.renderer import BudgetTooSmall, label, smallest_budget
+from memops.memory import EVIDENCE_TYPES, Claim, Evidence, StateMemory, Status, norm
+from memops.memory.renderer import BudgetTooSmall, label, smallest_budget
 from tests.memory.helpers import T0, claim, state
 
 claims = st.builds(

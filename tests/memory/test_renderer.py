@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from core.records import Note
-from memory import StateMemory
-from memory.renderer import CONTESTED, CURRENT, TRANSITIONS, BudgetTooSmall
-from operators.prompts import compare_messages, update_messages
+from memops.core.records import Note
+from memops.memory import StateMemory
+from memops.memory.renderer import CONTESTED, CURRENT, TRANSITIONS, BudgetTooSmall
+from memops.operators.prompts import compare_messages, update_messages
 from tests.memory.helpers import T0, claim
 
 

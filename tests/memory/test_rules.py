@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from memory import Claim, StateMemory, Status, compare
+from memops.memory import Claim, StateMemory, Status, compare
 from tests.memory.helpers import claim
 
 

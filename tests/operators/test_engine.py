@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from data.replay import load_trajectory
-from memory.state import StateMemory
-from operators.backends import BackendError, Completion, Request
-from operators.backends.symbolic import SymbolicBackend
-from operators.engine import ask_ahead, learned_writes, replay
-from operators.learned import LearnedOperators
+from memops.data.replay import load_trajectory
+from memops.memory.state import StateMemory
+from memops.operators.backends import BackendError, Completion, Request
+from memops.operators.backends.symbolic import SymbolicBackend
+from memops.operators.engine import ask_ahead, learned_writes, replay
+from memops.operators.learned import LearnedOperators
 from tests.conftest import shipped
 
 

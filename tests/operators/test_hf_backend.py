@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from core.models import ModelConfig
-from data.replay import load_trajectory
-from operators.backends import BASE, BackendError, Request
-from operators.backends.hf import HFBackend, StemCache, prompt_text, stem_ends
-from operators.learned import LearnedOperators
-from operators.prompts import extract_messages, fill_messages, select_messages
-from operators.registry import OPS
-from operators.schemas import CompareOutput, ExtractOutput, Selection, json_schema
+from memops.core.models import ModelConfig
+from memops.data.replay import load_trajectory
+from memops.operators.backends import BASE, BackendError, Request
+from memops.operators.backends.hf import HFBackend, StemCache, prompt_text, stem_ends
+from memops.operators.learned import LearnedOperators
+from memops.operators.prompts import extract_messages, fill_messages, select_messages
+from memops.operators.registry import OPS
+from memops.operators.schemas import CompareOutput, ExtractOutput, Selection, json_schema
 from tests.conftest import shipped
 
 pytestmark = pytest.mark.slow
@@ -212,7 +212,7 @@ def test_backend_dtype_is_what_the_base_scores_in(tiny_model: Path, tmp_path: Pa
     A base in bf16 decodes other logits, so its greedy text may differ: that is the trade."""
     import torch
 
-    from operators.backends.factory import BackendConfig, open_backend
+    from memops.operators.backends.factory import BackendConfig, open_backend
 
     model = tiny_config(tiny_model)
     for dtype, torch_dtype in (("", torch.float32), ("bfloat16", torch.bfloat16)):

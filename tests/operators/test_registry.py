@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from core.sessions import Episode
-from data.replay import load_trajectory
-from data.scenarios.generate import scenarios
-from operators.registry import DECISIONS, OPERATORS, OPS
+from memops.core.sessions import Episode
+from memops.data.replay import load_trajectory
+from memops.data.scenarios.generate import scenarios
+from memops.operators.registry import DECISIONS, OPERATORS, OPS
 from tests.conftest import shipped
 
 

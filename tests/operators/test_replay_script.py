@@ -1,4 +1,4 @@
-"""scripts/replay.py with adapters trained by the real recipe, on the tiny model, on CPU."""
+"""memops replay with adapters trained by the real recipe, on the tiny model, on CPU."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ def test_replay_runs_with_trained_adapters(
 ) -> None:
     cmd = [
         sys.executable,
-        "scripts/replay.py",
+        "-m",
+        "memops",
+        "replay",
         "trajectory=patch-guardrails",
         f"engine={engine}",
         f"extract={extract}",
@@ -44,7 +46,9 @@ def test_replay_runs_with_trained_adapters(
 def test_replay_without_adapters_says_what_is_missing(tmp_path: Path, export_dir: Path) -> None:
     cmd = [
         sys.executable,
-        "scripts/replay.py",
+        "-m",
+        "memops",
+        "replay",
         "engine=learned",
         f"adapters={tmp_path}",
         f"exports=[{export_dir}]",
@@ -55,7 +59,7 @@ def test_replay_without_adapters_says_what_is_missing(tmp_path: Path, export_dir
 
 
 def test_the_old_name_of_the_engine_mode_is_refused_naming_the_new_one() -> None:
-    cmd = [sys.executable, "scripts/replay.py", "operators=learned"]
+    cmd = [sys.executable, "-m", "memops", "replay", "operators=learned"]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
     assert "operators= is now engine=: pass engine=learned" in done.stderr, done.stderr[-2000:]

@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from core.models import model_config
-from core.records import Catalog, CatalogEntry, Note
-from data.replay import load_trajectory
-from eval.calibration import best_threshold, calibrate
-from operators.backends import BackendError, Probe, parting
-from operators.backends.hf import HFBackend, packs, prompt_text, read_continuations, shared_prefixes
-from operators.backends.symbolic import SymbolicBackend
-from operators.examples import stage_examples
-from operators.learned import LearnedOperators, overlap_scores, overlap_selection
-from operators.prompts import catalog_pairs, extract_messages, select_messages, selection_answers
-from operators.registry import STAGES_ADAPTER
-from operators.schemas import MAX_PAIRS
+from memops.core.models import model_config
+from memops.core.records import Catalog, CatalogEntry, Note
+from memops.data.replay import load_trajectory
+from memops.eval.calibration import best_threshold, calibrate
+from memops.operators.backends import BackendError, Probe, parting
+from memops.operators.backends.hf import HFBackend, packs, prompt_text, read_continuations, shared_prefixes
+from memops.operators.backends.symbolic import SymbolicBackend
+from memops.operators.examples import stage_examples
+from memops.operators.learned import LearnedOperators, overlap_scores, overlap_selection
+from memops.operators.prompts import catalog_pairs, extract_messages, select_messages, selection_answers
+from memops.operators.registry import STAGES_ADAPTER
+from memops.operators.schemas import MAX_PAIRS
 from tests.conftest import shipped
 
 FOLD = "patch-guardrails"

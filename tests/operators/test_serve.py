@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from core.models import ModelConfig
-from operators.backends import BackendError
-from operators.backends.hf import HFBackend
-from operators.backends.serve import SERVE_ENV_MARKER, ServeConfig, ServerFailed, VLLMServer
-from operators.registry import OPS
+from memops.core.models import ModelConfig
+from memops.operators.backends import BackendError
+from memops.operators.backends.hf import HFBackend
+from memops.operators.backends.serve import SERVE_ENV_MARKER, ServeConfig, ServerFailed, VLLMServer
+from memops.operators.registry import OPS
 
 
 def adapter(root: Path, name: str, rank: int = 16, weights: bool = True) -> Path:
@@ -86,7 +86,7 @@ def test_a_small_cpu_gives_the_models_threads_every_core(
     adapters: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cores: int, setting, reserved
 ) -> None:
     """vLLM keeps one core per worker for its scheduler; on 2 cores that is half the machine."""
-    monkeypatch.setattr("operators.backends.serve.os.sched_getaffinity", lambda _: set(range(cores)))
+    monkeypatch.setattr("memops.operators.backends.serve.os.sched_getaffinity", lambda _: set(range(cores)))
     cfg = ServeConfig(
         base="outputs/models/tiny", python=serve_env(tmp_path, "cpu"), cpu_reserved_cores=setting
     )
@@ -161,7 +161,7 @@ def test_a_missing_serving_env_names_the_command_that_makes_it(
 
 def test_the_server_computes_in_the_dtype_the_hf_backend_would() -> None:
     """One field, ``backend.dtype``, sets both backends; unset, both use the model's own."""
-    from operators.backends.factory import BackendConfig, serving
+    from memops.operators.backends.factory import BackendConfig, serving
 
     model = ModelConfig(name="tiny", path="outputs/models/tiny", compute_dtype="float32")
     assert serving(BackendConfig(kind="vllm"), model).dtype == "float32"

@@ -10,12 +10,12 @@ import socket
 
 import pytest
 
-from memory.example import example_claims
-from operators.backends import BackendError, Probe, Request
-from operators.backends.vllm import VLLMBackend
-from operators.learned import LearnedOperators
-from operators.prompts import compare_messages
-from operators.schemas import CompareOutput, json_schema
+from memops.memory.example import example_claims
+from memops.operators.backends import BackendError, Probe, Request
+from memops.operators.backends.vllm import VLLMBackend
+from memops.operators.learned import LearnedOperators
+from memops.operators.prompts import compare_messages
+from memops.operators.schemas import CompareOutput, json_schema
 from tests.operators.vllm_double import VLLMTestDouble
 
 KEY = "test-key"

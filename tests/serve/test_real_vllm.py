@@ -21,20 +21,20 @@ from pathlib import Path
 
 import pytest
 
-from core.config import compose_config
-from core.records import Note
-from data.scenarios.catalog import SYNTHETIC_CATALOG
-from eval.loo import evaluate
-from eval.parity import parity
-from eval.records import read_records, record_key
-from eval.report import VARIANTS
-from memory.example import example_claims
-from operators.backends import BackendError, Request
-from operators.backends.factory import ServedBackend, adapter_dirs
-from operators.backends.serve import ServeConfig, ServerFailed, VLLMServer, serve_env
-from operators.backends.vllm import VLLMBackend
-from operators.learned import EXTRACT_MODES, LearnedOperators
-from operators.registry import COMPARE, DECISIONS, OPS, STAGES_ADAPTER
+from memops.core.config import compose_config
+from memops.core.records import Note
+from memops.data.scenarios.catalog import SYNTHETIC_CATALOG
+from memops.eval.loo import evaluate
+from memops.eval.parity import parity
+from memops.eval.records import read_records, record_key
+from memops.eval.report import VARIANTS
+from memops.memory.example import example_claims
+from memops.operators.backends import BackendError, Request
+from memops.operators.backends.factory import ServedBackend, adapter_dirs
+from memops.operators.backends.serve import ServeConfig, ServerFailed, VLLMServer, serve_env
+from memops.operators.backends.vllm import VLLMBackend
+from memops.operators.learned import EXTRACT_MODES, LearnedOperators
+from memops.operators.registry import COMPARE, DECISIONS, OPS, STAGES_ADAPTER
 from tests.conftest import ROOT
 from tests.operators.vllm_double import VLLMTestDouble
 
@@ -119,7 +119,7 @@ def test_the_process_that_runs_the_adapters_multiplies_once_per_adapter(server: 
 
 
 def test_every_operator_answers_compact_json_that_validates(backend, small_datasets: Path) -> None:
-    from data.replay import load_trajectory
+    from memops.data.replay import load_trajectory
     from tests.conftest import SHARED_EXPORT, shipped
 
     episode = load_trajectory(FOLD, shipped(SHARED_EXPORT))
@@ -167,10 +167,10 @@ def test_a_probe_reads_what_the_hf_backend_reads(backend, trained_adapters: Path
     raises if a request decoded any other token than its option's."""
     from dataclasses import replace
 
-    from core.models import model_config
-    from data.replay import load_trajectory
-    from operators.backends.hf import HFBackend
-    from operators.prompts import select_messages, selection_answers
+    from memops.core.models import model_config
+    from memops.data.replay import load_trajectory
+    from memops.operators.backends.hf import HFBackend
+    from memops.operators.prompts import select_messages, selection_answers
     from tests.conftest import SHARED_EXPORT, shipped
 
     episode = load_trajectory(FOLD, shipped(SHARED_EXPORT))
@@ -194,8 +194,8 @@ def test_a_favoured_text_gets_the_same_bias_on_both_backends(
     text; greedy decoding then writes what the hf backend writes with the same bias."""
     from dataclasses import replace
 
-    from core.models import model_config
-    from operators.backends.hf import HFBackend
+    from memops.core.models import model_config
+    from memops.operators.backends.hf import HFBackend
 
     claims = example_claims()
     messages = COMPARE.messages(claims[0], claims[1])
@@ -370,9 +370,9 @@ def test_smollm2_adapters_from_the_recipe_load_in_vllm_and_hf_alike(
     """The real pretrained model end to end: 2 recipe steps of compare on every layer and of
     update on the top 15 layers only (as make demo trains it), then the same greedy answers from
     vLLM and from the hf backend on the unquantized base."""
-    from core.models import model_config
-    from operators.backends.hf import HFBackend
-    from train.recipe import train_adapter
+    from memops.core.models import model_config
+    from memops.operators.backends.hf import HFBackend
+    from memops.train.recipe import train_adapter
 
     overrides = [
         "fold=patch-guardrails",
@@ -414,7 +414,7 @@ def test_sigterm_to_a_loo_run_stops_the_server_it_started(
     trained_adapters: Path, small_datasets: Path, export_dir: Path, tiny_model: Path, tmp_path: Path
 ) -> None:
     """scancel and a requeue send SIGTERM; the vLLM server the run launched must not outlive it."""
-    cmd = [sys.executable, "scripts/loo.py", "backend=vllm", f"folds=[{FOLD}]", f"runs_dir={tmp_path}"]
+    cmd = [sys.executable, "-m", "memops", "loo", "backend=vllm", f"folds=[{FOLD}]", f"runs_dir={tmp_path}"]
     cmd += [f"adapters={trained_adapters.parent}", f"datasets_dir={small_datasets}"]
     cmd += [f"model.path={tiny_model}", f"exports=[{export_dir}]", "progress=false"]
     cmd += ["backend.serve.max_model_len=4096"]

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.conftest import PACKAGE
 
-START = ROOT / "slurm" / "local" / "start-slurm.sh"
-STOP = ROOT / "slurm" / "local" / "stop-slurm.sh"
+START = PACKAGE / "slurm" / "local" / "start-slurm.sh"
+STOP = PACKAGE / "slurm" / "local" / "stop-slurm.sh"
 BINARIES = ("slurmctld", "slurmd", "sbatch", "munged")
 TERMINAL = {
     "COMPLETED",

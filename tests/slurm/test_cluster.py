@@ -1,6 +1,6 @@
 """The pipeline on a real single-node Slurm cluster (slurm/local/start-slurm.sh), on CPU.
 
-scripts/submit.py submits the tiny-model pipeline for one fold; the jobs run the real entry
+memops submit submits the tiny-model pipeline for one fold; the jobs run the real entry
 points (build_data.py, accelerate launch train.py, loo.py, report.py) through the templates.
 """
 
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from core.config import compose_config, write_config
-from eval.records import read_records
-from operators.registry import OPS
-from slurm.submit import BY
+from memops.core.config import compose_config, write_config
+from memops.eval.records import read_records
+from memops.operators.registry import OPS
+from memops.slurm.submit import BY, TEMPLATES
 from tests.conftest import ROOT
 from tests.slurm.cluster import Cluster, Task, array_tasks
 
@@ -32,7 +32,9 @@ QUICK = ["max_steps=3", "max_eval_samples=8"]
 def submit(cluster: Cluster, tmp: Path, *overrides: str) -> subprocess.CompletedProcess:
     argv = [
         sys.executable,
-        "scripts/submit.py",
+        "-m",
+        "memops",
+        "submit",
         "profile=cpu",
         f"folds=[{FOLD}]",
         f"datasets_dir={tmp / 'datasets'}",
@@ -135,7 +137,7 @@ def test_a_failing_train_task_cancels_eval_and_report(slurm: Cluster, tmp_path: 
         [task] = of(tasks, jobs[key])
         assert (task.state, task.reason) == ("CANCELLED", "DependencyNeverSatisfied"), key
     log = (tmp_path / "logs" / f"tiny-hf-train-{jobs['train']['id']}_0.out").read_text()
-    assert "no dataset at" in log and "scripts/build_data.py" in log
+    assert "no dataset at" in log and "memops build-data" in log
 
 
 def test_a_rejected_submission_cancels_the_jobs_already_submitted(slurm: Cluster, tmp_path: Path) -> None:
@@ -180,8 +182,8 @@ def test_a_requeued_training_task_resumes_from_its_checkpoint(
         "--gres=none",
         "--cpus-per-task=2",
         "--mem=4G",
-        f"--export=ALL,MEMOPS_ROOT={ROOT},MEMOPS_PYTHON={sys.executable}",
-        str(ROOT / "slurm" / "train.sbatch"),
+        f"--export=ALL,MEMOPS_PYTHON={sys.executable}",
+        str(TEMPLATES["train"]),
         str(configs),
         FOLD,
         ",".join(OPS),  # task 2: update

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm.preflight import hours
+from memops.slurm.preflight import hours
 from tests.conftest import ROOT
 from tests.slurm.cluster import Cluster
 
@@ -17,7 +17,7 @@ ROWS = ("GPU", "serving env", "base weights", "disk", "Slurm", "GPU-hours")
 
 
 def preflight(*overrides: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    script = [sys.executable, "scripts/preflight.py", *overrides]
+    script = [sys.executable, "-m", "memops", "preflight", *overrides]
     return subprocess.run(script, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
 
 

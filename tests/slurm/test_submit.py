@@ -12,13 +12,13 @@ import pytest
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 
-from core.config import compose_config
-from core.sources import SHIPPED
-from operators.backends import BackendError
-from operators.backends.factory import adapter_dirs
-from operators.registry import DECISIONS, OPS, STAGES_ADAPTER
-from slurm.config import SubmitConfig
-from slurm.submit import TEMPLATES, SubmitError, parse_job_id, plan, submit
+from memops.core.config import compose_config
+from memops.core.sources import SHIPPED
+from memops.operators.backends import BackendError
+from memops.operators.backends.factory import adapter_dirs
+from memops.operators.registry import DECISIONS, OPS, STAGES_ADAPTER
+from memops.slurm.config import SubmitConfig
+from memops.slurm.submit import ACCELERATE_CONFIGS, TEMPLATES, SubmitError, parse_job_id, plan, submit
 from tests.conftest import ROOT
 
 
@@ -32,7 +32,9 @@ def config(tmp_path: Path, *overrides: str) -> SubmitConfig:
 def dry_run(tmp_path: Path, *overrides: str) -> list[str]:
     argv = [
         sys.executable,
-        "scripts/submit.py",
+        "-m",
+        "memops",
+        "submit",
         "dry_run=true",
         f"datasets_dir={tmp_path / 'ds'}",
         f"adapters_dir={tmp_path / 'ad'}",
@@ -87,7 +89,7 @@ def test_dry_run_prints_the_full_five_fold_graph_as_argument_lists(tmp_path: Pat
     assert opt(report, "dependency") == f"afterok:{folds}"
     for argv in argvs:
         assert opt(argv, "output") == "logs/%x-%A_%a.out"
-        assert opt(argv, "export").startswith(f"ALL,MEMOPS_ROOT={ROOT},MEMOPS_PYTHON=")
+        assert opt(argv, "export").startswith("ALL,MEMOPS_PYTHON=")
     graph = "\n".join(lines)
     assert "run qwen2.5-14b-instruct-vllm: 8 jobs for 5 fold(s)" in graph
     last = [f"<train>_{len(OPS) * 4 + j}" for j in range(len(OPS))]  # 12, 13, 14 for three ops
@@ -181,11 +183,11 @@ def test_anything_else_is_not_a_job_id(stdout: str) -> None:
 
 
 def test_multi_gpu_training_passes_the_accelerate_config(tmp_path: Path) -> None:
-    lines = dry_run(tmp_path, "accelerate_config=slurm/accelerate/ddp.yaml", "resources.train.gpus=4")
+    lines = dry_run(tmp_path, "accelerate_config=ddp", "resources.train.gpus=4")
     train = json.loads(lines[1])
     assert "--gres=gpu:4" in train
     export = next(a for a in train if a.startswith("--export="))
-    assert export.endswith(f"MEMOPS_ACCELERATE_CONFIG={ROOT / 'slurm' / 'accelerate' / 'ddp.yaml'}")
+    assert export.endswith(f"MEMOPS_ACCELERATE_CONFIG={ACCELERATE_CONFIGS / 'ddp.yaml'}")
     assert "MEMOPS_ACCELERATE_CONFIG" not in json.loads(lines[2])[6]  # the eval job does not get it
 
 
@@ -194,8 +196,8 @@ def test_the_accelerate_configs_load_with_accelerates_own_parser() -> None:
     from accelerate.commands.config.config_args import load_config_from_file
     from accelerate.utils import DistributedType
 
-    ddp = load_config_from_file(str(ROOT / "slurm" / "accelerate" / "ddp.yaml"))
-    fsdp = load_config_from_file(str(ROOT / "slurm" / "accelerate" / "fsdp_qlora.yaml"))
+    ddp = load_config_from_file(str(ACCELERATE_CONFIGS / "ddp.yaml"))
+    fsdp = load_config_from_file(str(ACCELERATE_CONFIGS / "fsdp_qlora.yaml"))
     assert ddp.distributed_type == DistributedType.MULTI_GPU and ddp.mixed_precision == "bf16"
     assert fsdp.distributed_type == DistributedType.FSDP
     assert fsdp.fsdp_config["fsdp_cpu_ram_efficient_loading"] is True
@@ -203,7 +205,7 @@ def test_the_accelerate_configs_load_with_accelerates_own_parser() -> None:
 
 
 def test_a_decisions_only_run_neither_trains_nor_needs_an_extract_adapter(tmp_path: Path) -> None:
-    """``extract_modes=[]`` (scripts/data_scaling.py reads compare and update only): the plan
+    """``extract_modes=[]`` (benchmarks/data_scaling.py reads compare and update only): the plan
     trains the decisions' adapters alone, and a backend opens on a folder without ``extract/``."""
     cfg = config(tmp_path, "folds=[permissions-flow]", "extract_modes=[]")
     assert cfg.served_adapters() == DECISIONS

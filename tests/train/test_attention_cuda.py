@@ -12,7 +12,7 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="torch's v
 def test_varlen_attention_gives_the_outputs_and_gradients_of_sdpa_per_example() -> None:
     """One packed row of seven examples with Qwen2.5-14B's heads (40 query, 8 key/value, grouped):
     the same outputs and gradients as each example on its own, to bf16 rounding."""
-    from train.attention import segments_attention, varlen_attention
+    from memops.train.attention import segments_attention, varlen_attention
 
     lengths = [300, 251, 180, 412, 260, 330, 315]
     positions = torch.cat([torch.arange(n) for n in lengths])[None].cuda()

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from core.models import LoraSpec, ModelConfig
-from train.config import OpConfig, TrainConfig
-from train.cpu import labelled_positions_only, native_bf16
-from train.recipe import precision
-from train.throughput import TokenMix, flops_per_token, token_mix
+from memops.core.models import LoraSpec, ModelConfig
+from memops.train.config import OpConfig, TrainConfig
+from memops.train.cpu import labelled_positions_only, native_bf16
+from memops.train.recipe import precision
+from memops.train.throughput import TokenMix, flops_per_token, token_mix
 
 
 def fused_log_probs(model, ids, labels):
@@ -106,7 +106,7 @@ def test_attention_per_packed_example_is_each_example_on_its_own(tiny_model: Pat
     import torch
     from transformers import AutoModelForCausalLM
 
-    from train.attention import attend_per_example
+    from memops.train.attention import attend_per_example
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model, use_safetensors=True, attn_implementation="sdpa")
     lengths = [40, 7, 81]
@@ -134,7 +134,7 @@ def test_a_shared_prefix_row_gives_the_logits_of_the_whole_row(tiny_model: Path)
     import torch
     from transformers import AutoModelForCausalLM
 
-    from train.attention import attend_per_example, cut_shared_prefix
+    from memops.train.attention import attend_per_example, cut_shared_prefix
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model, use_safetensors=True, attn_implementation="sdpa")
     attend_per_example(model, "segments")
@@ -168,7 +168,7 @@ def test_attention_per_packed_example_leaves_padded_batches_and_decoding_to_sdpa
     import torch
     from transformers import AutoModelForCausalLM
 
-    from train.attention import attend_per_example
+    from memops.train.attention import attend_per_example
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model, use_safetensors=True, attn_implementation="sdpa")
     ids = torch.randint(0, model.config.vocab_size, (2, 30), generator=torch.Generator().manual_seed(1))
@@ -186,7 +186,7 @@ def test_attention_per_packed_example_leaves_padded_batches_and_decoding_to_sdpa
 def test_attention_per_packed_example_refuses_another_kernel(tiny_model: Path) -> None:
     from transformers import AutoModelForCausalLM
 
-    from train.attention import attend_per_example
+    from memops.train.attention import attend_per_example
 
     model = AutoModelForCausalLM.from_pretrained(
         tiny_model, use_safetensors=True, attn_implementation="eager"
@@ -204,7 +204,7 @@ def test_varlen_attention_is_refused_off_cuda(tiny_model: Path) -> None:
     if torch.cuda.is_available():
         pytest.skip("a GPU is here: varlen is allowed (tests/train/test_attention_cuda.py)")
 
-    from train.attention import attend_per_example
+    from memops.train.attention import attend_per_example
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model, use_safetensors=True, attn_implementation="sdpa")
     with pytest.raises(ValueError, match=r"needs CUDA.*packed_attention=segments"):
@@ -219,7 +219,7 @@ def test_a_packed_training_run_learns_the_same_with_either_attention(
     float rounding, and the manifest says which attention ran. Without LoRA dropout, as in the
     SmolLM2 recipe: its masks are drawn per token, so a row with fewer tokens draws others.
     ``shared_prefix`` runs fewer tokens for it."""
-    from train.recipe import train_adapter
+    from memops.train.recipe import train_adapter
 
     seen = {}
 
@@ -261,7 +261,7 @@ def test_lora_on_the_top_layers_leaves_the_layers_below_without_a_backward_pass(
     from peft import get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from train.recipe import lora_config
+    from memops.train.recipe import lora_config
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model, use_safetensors=True)
     layers = model.config.num_hidden_layers

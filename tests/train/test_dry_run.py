@@ -1,4 +1,4 @@
-"""Dry runs: train.py and scripts/loo.py print their plan, with estimates where this machine
+"""Dry runs: train.py and memops loo print their plan, with estimates where this machine
 recorded a run, and write nothing."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def test_train_dry_run_without_a_recorded_run_says_how_to_measure(
         f"adapters_dir={tmp_path}",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "scripts/bench_train.py measures" in proc.stdout
+    assert "benchmarks/bench_train.py measures" in proc.stdout
     assert not list(tmp_path.iterdir())
 
 
@@ -69,7 +69,9 @@ def test_loo_dry_run_prints_the_plan_and_writes_nothing(
     tiny_model: Path, small_datasets: Path, tmp_path: Path
 ) -> None:
     proc = run(
-        "scripts/loo.py",
+        "-m",
+        "memops",
+        "loo",
         "--config-name",
         "tiny-demo",
         "dry_run=true",

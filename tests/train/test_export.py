@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from core.models import load_model
-from operators.backends.hf import generate
+from memops.core.models import load_model
+from memops.operators.backends.hf import generate
+from memops.train.export import trained_model
 from tests.conftest import ROOT
-from train.export import trained_model
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +40,7 @@ def merged_answers(folder: Path, chats: list) -> list[str]:
 
 
 def export(adapter: Path, out: Path) -> subprocess.CompletedProcess:
-    script = [sys.executable, "scripts/export_merged.py", str(adapter), "--out", str(out)]
+    script = [sys.executable, "-m", "memops", "export-merged", str(adapter), "--out", str(out)]
     return subprocess.run(script, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
@@ -63,8 +63,8 @@ def test_the_merged_tiny_model_answers_as_its_qlora_adapter(
 def test_the_merged_smollm2_answers_as_its_adapter(
     smollm2_model: Path, small_datasets: Path, tmp_path: Path
 ) -> None:
-    from core.config import compose_config
-    from train.recipe import train_adapter
+    from memops.core.config import compose_config
+    from memops.train.recipe import train_adapter
 
     cfg = compose_config(
         "train",

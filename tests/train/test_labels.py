@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from core.models import load_model, model_config
-from operators.registry import STAGES_ADAPTER
-from train.config import OpConfig, TrainConfig
-from train.recipe import conversation_tokens, lora_config, sft_config, within_length
+from memops.core.models import load_model, model_config
+from memops.operators.registry import STAGES_ADAPTER
+from memops.train.config import OpConfig, TrainConfig
+from memops.train.recipe import conversation_tokens, lora_config, sft_config, within_length
 
 pytestmark = pytest.mark.slow
 
@@ -79,7 +79,7 @@ def test_rows_longer_than_max_length_are_left_out_not_cut(trainer) -> None:
 
 def test_hf_backend_feeds_the_model_what_training_used(trainer) -> None:
     """Chat-template parity: the string and the token ids the hf backend conditions on."""
-    from operators.backends.hf import prompt_text
+    from memops.operators.backends.hf import prompt_text
 
     t, raw, tokenizer = trainer
     for i in range(len(raw)):

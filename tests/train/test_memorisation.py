@@ -52,8 +52,8 @@ def stratified(rows: list[dict], n: int) -> list[dict]:
 
 
 def exact_match(model, tokenizer, rows: list[dict]) -> tuple[float, int]:
-    from operators.backends.hf import SchemaCompiler, generate
-    from operators.schemas import CompareOutput, json_schema
+    from memops.operators.backends.hf import SchemaCompiler, generate
+    from memops.operators.schemas import CompareOutput, json_schema
 
     grammar = SchemaCompiler(tokenizer, model.config.vocab_size)(json_schema(CompareOutput))
     hits = invalid = 0

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from core.models import load_model, model_config
-from memory.example import example_claims
-from operators.prompts import compare_messages
-from train import smollm2
-from train.smollm2 import ModelBuildError
+from memops.core.models import load_model, model_config
+from memops.memory.example import example_claims
+from memops.operators.prompts import compare_messages
+from memops.train import smollm2
+from memops.train.smollm2 import ModelBuildError
 
 pytestmark = pytest.mark.slow
 

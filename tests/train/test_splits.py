@@ -8,8 +8,8 @@ from pathlib import Path
 
 from datasets import load_from_disk
 
-from train.config import OpConfig, TrainConfig
-from train.recipe import balanced, load_splits
+from memops.train.config import OpConfig, TrainConfig
+from memops.train.recipe import balanced, load_splits
 
 
 def test_balanced_keeps_the_rarest_labels_count_of_every_label(small_datasets: Path) -> None:

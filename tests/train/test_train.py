@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from memops.train.card import lora_layers, record_heldout, write_card
 from tests.conftest import ROOT
-from train.card import lora_layers, record_heldout, write_card
 
 pytestmark = pytest.mark.slow
 
@@ -150,8 +150,8 @@ def test_a_full_disk_while_saving_names_the_folder_and_the_space_left(
 ) -> None:
     import trl
 
-    from core.config import compose_config
-    from train.recipe import DiskFull, train_adapter
+    from memops.core.config import compose_config
+    from memops.train.recipe import DiskFull, train_adapter
 
     def full_disk(self: object, output_dir: str | None = None, **kwargs: object) -> None:
         raise RuntimeError(
@@ -199,7 +199,7 @@ def test_held_out_figures_refresh_the_card(trained: Path, tmp_path: Path) -> Non
 
 
 def test_a_tracker_that_is_missing_or_unknown_is_refused_before_any_work() -> None:
-    from train.tracking import TrackerError, check_tracker
+    from memops.train.tracking import TrackerError, check_tracker
 
     check_tracker("none")
     check_tracker("tensorboard")  # a dependency of the training extra
@@ -211,8 +211,8 @@ def test_a_tracker_that_is_missing_or_unknown_is_refused_before_any_work() -> No
 
 
 def test_an_sft_field_is_refused_if_unknown_or_named_by_the_config_itself() -> None:
-    from core.config import compose_config
-    from train.recipe import sft_config
+    from memops.core.config import compose_config
+    from memops.train.recipe import sft_config
 
     for override, said in (
         ("+sft.max_steps=3", r"\['max_steps'\] are set from this config's own fields"),
@@ -266,7 +266,7 @@ def saved_in_order(checkpoint: Path) -> list[Path]:
 def test_a_checkpoint_torn_at_any_file_is_set_aside_and_the_previous_one_resumes(
     trained: Path, tmp_path: Path
 ) -> None:
-    from train.recipe import last_checkpoint
+    from memops.train.recipe import last_checkpoint
 
     newest = trained / "checkpoints" / "checkpoint-4"
     order = saved_in_order(newest)
@@ -364,7 +364,7 @@ def test_config_errors_are_clear(override: str, message: str) -> None:
 
 def test_missing_dataset_names_the_build_command(tmp_path: Path, tiny_model: Path) -> None:
     proc = launch("model=tiny", "op=extract", f"datasets_dir={tmp_path}", "prepare=false", accelerate=False)
-    assert proc.returncode == 2 and "scripts/build_data.py" in proc.stderr
+    assert proc.returncode == 2 and "memops build-data" in proc.stderr
 
 
 def test_prepare_builds_missing_datasets_or_names_the_missing_export(
@@ -382,7 +382,12 @@ def test_learning_curve_scores_the_base_and_every_checkpoint(
 ) -> None:
     adapter = tmp_path / "compare"
     shutil.copytree(trained, adapter)
-    script = [sys.executable, "scripts/learning_curve.py", f"adapter={adapter}", "folds=[patch-guardrails]"]
+    script = [
+        sys.executable,
+        "benchmarks/learning_curve.py",
+        f"adapter={adapter}",
+        "folds=[patch-guardrails]",
+    ]
     proc = subprocess.run(
         [*script, f"datasets_dir={small_datasets}", "validation=5"],
         cwd=ROOT,

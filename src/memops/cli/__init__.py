@@ -1,0 +1,59 @@
+"""``memops <command> [args]``: the one command a user runs.
+
+Every subcommand is a module of this package with a ``main()``. The Hydra ones take
+``key=value`` overrides, ``--config-name`` and ``--config-dir`` exactly as their module would
+(``memops loo --config-name smollm2-cpu folds=[patch-guardrails]``); the others take options.
+Modules are imported only when their command runs, so ``memops --help`` starts in a blink
+rather than after torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "train": ("train", "train one adapter (Hydra; several processes: accelerate launch -m memops.train)"),
+    "build-data": ("build_data", "build the operator datasets of every fold (Hydra)"),
+    "loo": ("loo", "five-way leave-one-out: data, adapters, backend, scores, report (Hydra)"),
+    "demo": ("demo", "the SmolLM2 demo: `memops loo --config-name smollm2-demo` (Hydra)"),
+    "submit": ("submit", "submit the LOO pipeline to Slurm (Hydra)"),
+    "preflight": ("preflight", "check this machine for a cluster run before booking it (Hydra)"),
+    "replay": ("replay", "replay one trajectory through the engine and print the memory (Hydra)"),
+    "report": ("report", "rebuild a LOO run's summary, report and figures from its records (Hydra)"),
+    "export-merged": ("export_merged", "merge an adapter into its base as plain safetensors"),
+    "make-model": ("make_model", "build a base the project makes itself (tiny, SmolLM2 from its wheel)"),
+    "export-commits": ("export_commits", "export a trajectory's commit metadata from a git checkout"),
+    "engine-demo": ("engine_demo", "the symbolic engine alone on a built-in history"),
+}
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    lines = [f"  {name:<{width}}  {about}" for name, (_, about) in COMMANDS.items()]
+    return "\n".join(
+        [
+            "usage: memops <command> [args]",
+            "",
+            "Learned memory operators: data, QLoRA training, serving and leave-one-out evaluation.",
+            "",
+            "commands:",
+            *lines,
+            "",
+            "memops <command> --help describes one command.",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help"):
+        print(usage())
+        sys.exit(0 if args else 2)
+    name, rest = args[0], args[1:]
+    if name not in COMMANDS:
+        print(f"memops: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+        sys.exit(2)
+    module = importlib.import_module(f"{__name__}.{COMMANDS[name][0]}")
+    sys.argv = [f"memops {name}", *rest]
+    module.main()

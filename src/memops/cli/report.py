@@ -1,0 +1,39 @@
+"""Rebuild summary.json, report.md and figures of a LOO run from its records alone.
+
+memops report run=outputs/loo/<run>
+memops report run=outputs/loo/<run> merge=[<fold>,<fold>,...]
+    first gathers the per-fold records that Slurm eval jobs wrote under <run>/folds/<fold>/
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+
+from memops.core.config import CONFIGS, entry_config
+from memops.eval.config import ReportConfig
+from memops.eval.records import RecordsError
+from memops.eval.report import build_report, merge_folds, table
+
+
+@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name="report")
+def main(raw: DictConfig) -> None:
+    cfg: ReportConfig = entry_config(raw)
+    run_dir = Path(cfg.run)
+    try:
+        if cfg.merge:
+            print(
+                f"merged {merge_folds(run_dir, cfg.merge)} records of {len(cfg.merge)} fold(s) into {run_dir}"
+            )
+        summary = build_report(run_dir)
+    except (RecordsError, FileNotFoundError) as exc:
+        sys.exit(str(exc))
+    print(table(summary))
+    print(f"\nreport: {run_dir / 'report.md'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,30 @@
+"""Submit the LOO pipeline to Slurm: memops submit [profile=cpu] [dry_run=true] [...]
+
+prepare -> train (array over fold x op) -> eval (one job per fold) -> report; see slurm/submit.py.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from memops.core.config import CONFIGS, entry_config
+from memops.slurm.config import SubmitConfig
+from memops.slurm.submit import SubmitError, submit
+
+
+@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name="submit")
+def main(raw: DictConfig) -> None:
+    cfg: SubmitConfig = entry_config(raw)
+    try:
+        submit(cfg, overrides=list(HydraConfig.get().overrides.task))
+    except SubmitError as exc:
+        print(f"submit.py: {exc}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

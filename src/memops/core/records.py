@@ -1,0 +1,78 @@
+"""The records every layer above the engine shares: a session note, the catalog of tracked
+pairs it is read against, and a claim as an extractor states it. Data builds them from
+annotations, operators prompt with them and parse into them; neither owns them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memops.memory.claims import BranchName, Claim, Env, Identifier, Timestamp
+from memops.memory.evidence import EVIDENCE_TYPES, Evidence
+from memops.memory.lines import OneLine
+
+EvidenceType = Literal[EVIDENCE_TYPES]  # type: ignore[valid-type]
+MAX_VALUE_CHARS = 160
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Note(_Strict):
+    """A session note as a reader sees it; commit, date, id and files become claim provenance."""
+
+    id: str = Field(min_length=1)
+    at: Timestamp
+    commit: str | None = None
+    title: OneLine
+    text: str
+    files: tuple[OneLine, ...] = ()
+
+
+class CatalogEntry(_Strict):
+    entity: Identifier
+    slot: Identifier
+    description: str = Field(min_length=1)
+
+    @property
+    def pair(self) -> str:
+        return f"{self.entity}.{self.slot}"
+
+
+class Catalog(_Strict):
+    """The tracked ``(entity, slot)`` pairs: the vocabulary an extractor may use."""
+
+    name: str
+    entries: tuple[CatalogEntry, ...]
+
+    def pairs(self) -> list[str]:
+        return [e.pair for e in self.entries]
+
+
+class ExtractedClaim(_Strict):
+    """A claim as the extractor emits it: no provenance, which is copied from the note."""
+
+    entity: Identifier
+    slot: Identifier
+    value: OneLine = Field(min_length=1, max_length=MAX_VALUE_CHARS)
+    branch: BranchName = "main"
+    env: Env = "production"
+    evidence_type: EvidenceType
+
+    @property
+    def pair(self) -> str:
+        """``entity.slot``, as the catalog lists it."""
+        return f"{self.entity}.{self.slot}"
+
+    def to_claim(self, note: Note) -> Claim:
+        return Claim(
+            entity=self.entity,
+            slot=self.slot,
+            value=self.value,
+            branch=self.branch,
+            env=self.env,
+            evidence=Evidence(type=self.evidence_type, commit=note.commit, source=note.id, files=note.files),
+            at=note.at,
+        )

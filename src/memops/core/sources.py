@@ -1,0 +1,85 @@
+"""Where trajectories come from: annotation and export directories, each searched in order.
+
+A trajectory is a name with ``<name>.yaml`` in an annotation directory and ``<name>.jsonl`` in
+an export directory. Every ``*.yaml`` found is a trajectory, so a user's repository joins by
+adding its directories to ``annotations=[...]`` and ``exports=[...]``; nothing lists names in code.
+A relative path is taken from the working directory, as every path in the configs is; the word
+``shipped`` names the five trajectories that ship with the package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from memops.core.layout import EXPORTED
+
+TRAJECTORIES = Path(__file__).resolve().parents[1] / "data" / "trajectories"
+"""The shipped trajectories, package data: each ``<name>.yaml`` annotation beside its
+``<name>.jsonl`` commit export (provenance in the folder's README)."""
+SHIPPED_FOLDER = "shipped"
+"""How a search path names that folder (``annotations=[shipped,~/mine/annotations]``), so a
+config means the same on every machine, wherever the package is installed there."""
+ANNOTATIONS = [SHIPPED_FOLDER]
+"""The shipped annotations."""
+EXPORTS = [SHIPPED_FOLDER, EXPORTED]
+"""The shipped exports, then your own exports."""
+SHIPPED = ("permissions-flow", "exec-app-server", "browser-surface", "model-routing", "patch-guardrails")
+"""The five shipped trajectories, in the paper's order; they come first, the others by name."""
+
+
+@dataclass(frozen=True)
+class Sources:
+    annotations: tuple[Path, ...]
+    exports: tuple[Path, ...]
+
+    @classmethod
+    def of(cls, annotations: Sequence[str | Path], exports: Sequence[str | Path]) -> Sources:
+        return cls(tuple(map(folder, annotations)), tuple(map(folder, exports)))
+
+    @cached_property
+    def found(self) -> dict[str, Path]:
+        """Trajectory name -> its annotation file; an earlier directory wins a name. Read once."""
+        files: dict[str, Path] = {}
+        for folder in self.annotations:
+            for path in sorted(folder.glob("*.yaml")):
+                files.setdefault(path.stem, path)
+        return dict(sorted(files.items(), key=lambda kv: (kv[0] not in SHIPPED, _rank(kv[0]), kv[0])))
+
+    def names(self) -> list[str]:
+        return list(self.found)
+
+    def annotation(self, name: str) -> Path:
+        """The annotation file, or where one was expected (the first directory)."""
+        return self.found.get(name, self.annotations[0] / f"{name}.yaml")
+
+    def export(self, name: str) -> Path:
+        """The first export of that name, or where one was expected (the first directory)."""
+        for folder in self.exports:
+            if (folder / f"{name}.jsonl").exists():
+                return folder / f"{name}.jsonl"
+        return self.exports[0] / f"{name}.jsonl"
+
+
+def folder(entry: str | Path) -> Path:
+    """A search path's entry as a folder: ``shipped`` is the package's own."""
+    return TRAJECTORIES if str(entry) == SHIPPED_FOLDER else Path(entry)
+
+
+def _rank(name: str) -> int:
+    return SHIPPED.index(name) if name in SHIPPED else len(SHIPPED)
+
+
+@dataclass
+class SourcesConfig:
+    """The two search paths, as every entry script's config takes them (a base of those configs)."""
+
+    annotations: list[str] = field(default_factory=lambda: list(ANNOTATIONS))
+    """Directories of trajectory annotations (``<name>.yaml``), searched in order."""
+    exports: list[str] = field(default_factory=lambda: list(EXPORTS))
+    """Directories of commit exports (``<name>.jsonl``), searched in order."""
+
+    def sources(self) -> Sources:
+        return Sources.of(self.annotations, self.exports)

@@ -1,0 +1,64 @@
+"""Typed config of the data build; Hydra rejects unknown keys and ill-typed values against it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+
+from memops.core.config import RunConfig, shared
+from memops.core.layout import TRAINING_FOLDS
+
+
+@dataclass
+class DataConfig(RunConfig):
+    """Writes ``datasets_dir``; the model's tokenizer (``model.path``) counts the card's tokens."""
+
+    scenarios_per_family: int = 40
+    noisy_per_family: int = 10
+    noise: int = 3
+    """Extra noise sessions per long-noise scenario, and how much chatter pads each note."""
+    compare_per_label: int = 2
+    """Sampled compare pairs per label and episode, on top of the contradictions met in replay."""
+    validation_fraction: float = 0.2
+    extract_stages: bool = False
+    """Also write ``extract-stages``: the extract examples plus the two-stage extractor's own
+    (select the pairs, fill one pair), built from the same gold claims with the inference prompts."""
+    extract_stage_ratio: float | None = None
+    """Stage examples per direct example in ``extract-stages``, drawn per episode; unset keeps
+    them all (about 1.9 per direct example)."""
+    real_trajectories: int | None = None
+    """How many of the other trajectories a trajectory fold trains on, in annotation order; unset:
+    all of them (the paper's protocol). 0 trains it on synthetic scenarios alone. Folds ``all`` and
+    ``synthetic`` are not affected. For the data-scaling table (benchmarks/data_scaling.py)."""
+    real_repeat: int = 1
+    """How many times a train split holds each trajectory example it takes. The four other
+    trajectories give about 3% of a fold's extract-stages rows, so a 100-step adapter sees a
+    handful; above 1 weights them against the synthetic rows (the paper's protocol on
+    extraction, docs/extraction.md)."""
+    folds: list[str] | None = None
+    """Unset: every trajectory the annotations hold, then ``all`` and ``synthetic``."""
+    validate: bool = False
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.folds is None:
+            self.folds = [*self.sources().names(), *TRAINING_FOLDS]
+        self.check_folds("folds", self.folds, TRAINING_FOLDS)
+        if self.extract_stage_ratio is not None and self.extract_stage_ratio < 0:
+            raise ValueError(f"extract_stage_ratio={self.extract_stage_ratio}: must be 0 or more")
+        if self.real_repeat < 1:
+            raise ValueError(f"real_repeat={self.real_repeat}: must be 1 or more")
+        if self.real_trajectories is not None and self.real_trajectories < 0:
+            raise ValueError(f"real_trajectories={self.real_trajectories}: must be 0 or more")
+        if not 0 < self.validation_fraction < 1:
+            raise ValueError(f"validation_fraction={self.validation_fraction}: must lie between 0 and 1")
+
+
+def data_config(run: RunConfig, **settings: Any) -> DataConfig:
+    """The data build of a run (all folds, its sources, seed and model), ``settings`` on top."""
+    return DataConfig(**shared(run, RunConfig), **settings)
+
+
+ConfigStore.instance().store(name="data_schema", node=DataConfig)

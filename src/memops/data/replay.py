@@ -1,0 +1,313 @@
+"""Replayed commit trajectories: a metadata export plus our annotations become an episode.
+
+The export (``<name>.jsonl``) holds what git says about each commit; the annotation
+(``data/trajectories/<name>.yaml``) holds what we say: a summary in our own words, the gold
+claims, stale distractor sessions and queries. The note a model reads is built from the
+subject, the summary, touched-file hints and a trimmed excerpt of the commit body.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from memops.core.records import Catalog, CatalogEntry, ExtractedClaim
+from memops.core.sessions import Episode, Query, Session
+from memops.core.sources import Sources
+from memops.data.problems import DataError, Problem, decode, from_validation, line_of, yaml_with_lines
+from memops.memory.claims import Timestamp
+
+BODY_CHARS = 240
+FILE_HINTS = 4
+HINTS_LEAD = "Touched files:"
+"""How the paragraph of touched-file hints begins: a reader that wants the prose can skip it."""
+
+
+class CommitRecord(BaseModel):
+    """One line of a commit metadata export (schema of ``memops export-commits``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    trajectory: str
+    commit: str = Field(pattern=r"^[0-9a-f]{40}$")
+    short: str = Field(pattern=r"^[0-9a-f]{9}$")
+    author_date: Timestamp
+    committed_at: Timestamp | None = None
+    """When it landed (the committer date; a rebase or cherry-pick moves it, the author date stays).
+    A session is dated by it; exports made before it was recorded fall back to the author date."""
+    subject: str = Field(min_length=1)
+    body: str
+    files: tuple[str, ...]
+    insertions: int = Field(ge=0)
+    deletions: int = Field(ge=0)
+
+
+class CommitAnnotation(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    commit: str = Field(pattern=r"^[0-9a-f]{7,40}$")
+    summary: str = Field(min_length=20)
+    claims: tuple[ExtractedClaim, ...] = Field(min_length=1, max_length=3)
+
+
+class Distractor(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    at: Timestamp
+    title: str
+    text: str
+    claims: tuple[ExtractedClaim, ...] = Field(min_length=1)
+
+
+class Annotation(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    trajectory: str
+    catalog: tuple[CatalogEntry, ...] = Field(min_length=1)
+    commits: tuple[CommitAnnotation, ...] = Field(min_length=1)
+    distractors: tuple[Distractor, ...] = Field(min_length=3)
+    queries: tuple[Query, ...] = Field(min_length=8)
+
+
+def read_export(path: Path) -> tuple[list[tuple[int, CommitRecord]], list[Problem]]:
+    """The export's records with their line numbers, or every problem in it: bad bytes, bad
+    JSON, bad fields, a ``short`` that is not the commit's prefix, a commit listed twice."""
+    records: list[tuple[int, CommitRecord]] = []
+    problems: list[Problem] = []
+    if not path.exists():
+        return [], [Problem(path, None, "<file>", "export not found; build it with memops export-commits")]
+    offset, first_seen = 0, {}
+    for number, chunk in enumerate(path.read_bytes().split(b"\n"), start=1):
+        line, bad = decode(path, chunk, offset, number)
+        offset += len(chunk) + 1
+        if line is None:
+            problems += bad
+            continue
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(
+                Problem(path, number, "<json>", f"not valid JSON: {exc.msg} at column {exc.colno}")
+            )
+            continue
+        try:
+            record = CommitRecord.model_validate(raw)
+        except ValidationError as exc:
+            problems += [
+                Problem(path, number, ".".join(map(str, e["loc"])) or "<record>", e["msg"])
+                for e in exc.errors()
+            ]
+            continue
+        if record.short != record.commit[:9]:
+            problems.append(Problem(path, number, "short", f"{record.short} is not {record.commit[:9]}"))
+        elif record.commit in first_seen:
+            problems.append(
+                Problem(
+                    path,
+                    number,
+                    "commit",
+                    f"{record.short} duplicate at lines {first_seen[record.commit]} and {number}",
+                )
+            )
+        else:
+            first_seen[record.commit] = number
+            records.append((number, record))
+    return records, problems
+
+
+_IMG = re.compile(r"<img[^>]*>|!\[[^\]]*\]\([^)]*\)|https?://\S+")
+_WS = re.compile(r"\s+")
+
+
+def body_excerpt(body: str, limit: int = BODY_CHARS) -> str:
+    """The start of a commit body without images, links or stack footers, cut at a word."""
+    text = body.split("[//]: #")[0].split("\n---")[0]
+    text = _WS.sub(" ", _IMG.sub("", text)).strip()
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def note_text(record: CommitRecord, summary: str, body_chars: int = BODY_CHARS) -> str:
+    names = [f.rsplit("/", 1)[-1] for f in record.files]
+    hints = ", ".join(dict.fromkeys(names[:FILE_HINTS]))
+    if len(record.files) > FILE_HINTS:
+        hints += f" (+{len(record.files) - FILE_HINTS} more)"
+    parts = [record.subject, " ".join(summary.split())]
+    if hints:
+        parts.append(f"{HINTS_LEAD} {hints}.")
+    excerpt = body_excerpt(record.body, body_chars) if body_chars else ""
+    if excerpt:
+        parts.append(f"From the commit message: {excerpt}")
+    return "\n\n".join(parts)
+
+
+def prefixed(index: list[str], prefix: str) -> list[str]:
+    """The hashes of sorted ``index`` that start with ``prefix``, two at most (enough to call it
+    ambiguous): a binary search, so matching every annotated commit stays O(n log n)."""
+    start = bisect.bisect_left(index, prefix)
+    return [h for h in index[start : start + 2] if h.startswith(prefix)]
+
+
+def load_trajectory(name: str, sources: Sources) -> Episode:
+    episode, problems = check_trajectory(name, sources)
+    if problems:
+        raise DataError(problems)
+    assert episode is not None
+    return episode
+
+
+def check_trajectory(name: str, sources: Sources) -> tuple[Episode | None, list[Problem]]:
+    """Build one trajectory's episode, or return every problem that stops it."""
+    ann_path = sources.annotation(name)
+    export_path = sources.export(name)
+    numbered, problems = read_export(export_path)
+    records = [record for _, record in numbered]
+    for number, record in numbered:
+        if record.trajectory != name:
+            problems.append(
+                Problem(export_path, number, "trajectory", f"{record.trajectory!r} in the {name} export")
+            )
+    if not ann_path.exists():
+        return None, [*problems, Problem(ann_path, None, "<file>", "annotation not found")]
+    try:
+        raw, lines = yaml_with_lines(ann_path)
+    except DataError as exc:  # unreadable: listed with every other problem, not raised alone
+        return None, problems + exc.problems
+    try:
+        ann = Annotation.model_validate(raw)
+    except ValidationError as exc:
+        return None, problems + from_validation(exc, ann_path, lines, ())
+    if ann.trajectory != name:
+        problems.append(
+            Problem(ann_path, line_of(lines, ("trajectory",)), "trajectory", f"expected {name!r}")
+        )
+
+    def duplicate(field: str, i: int, first: int, what: str, at: tuple[str | int, ...] = ()) -> None:
+        where, there = (field, i, *at), (field, first, *at)
+        problems.append(
+            Problem(
+                ann_path,
+                line_of(lines, where),
+                f"{field}[{i}]",
+                f"{what} duplicates {field}[{first}] at line {line_of(lines, there)}",
+            )
+        )
+
+    for field, items, key in [
+        ("catalog", ann.catalog, lambda e: e.pair),
+        ("distractors", ann.distractors, lambda d: d.id),
+        ("queries", ann.queries, lambda q: q.id),
+    ]:
+        first: dict[str, int] = {}
+        for i, item in enumerate(items):
+            if key(item) in first:
+                duplicate(field, i, first[key(item)], key(item))
+            first.setdefault(key(item), i)
+
+    catalog = Catalog(name=name, entries=ann.catalog)
+    pairs = set(catalog.pairs())
+
+    def check_pairs(claims: tuple[ExtractedClaim, ...], at: tuple[str | int, ...]) -> None:
+        for i, c in enumerate(claims):
+            if f"{c.entity}.{c.slot}" not in pairs:
+                where = (*at, "claims", i)
+                problems.append(
+                    Problem(
+                        ann_path,
+                        line_of(lines, where),
+                        f"{'.'.join(map(str, where))}",
+                        f"{c.entity}.{c.slot} is not in the catalog",
+                    )
+                )
+
+    index = sorted(r.commit for r in records)
+    by_hash = {r.commit: r for r in records}
+    sessions: list[Session] = []
+    annotated_at: dict[str, int] = {}
+    for i, commit in enumerate(ann.commits):
+        matches = prefixed(index, commit.commit)
+        if len(matches) != 1:
+            why = "not found in" if not matches else "ambiguous in"
+            problems.append(
+                Problem(
+                    ann_path,
+                    line_of(lines, ("commits", i, "commit")),
+                    f"commits[{i}].commit",
+                    f"{commit.commit} {why} {export_path}",
+                )
+            )
+            continue
+        record = by_hash[matches[0]]
+        if record.commit in annotated_at:
+            duplicate("commits", i, annotated_at[record.commit], record.short, ("commit",))
+            continue
+        annotated_at[record.commit] = i
+        check_pairs(commit.claims, ("commits", i))
+        sessions.append(
+            Session(
+                id=f"{name}-{record.short}",
+                at=record.committed_at or record.author_date,
+                commit=record.short,
+                title=record.subject,
+                text=note_text(record, commit.summary),
+                files=record.files,
+                claims=commit.claims,
+            )
+        )
+    annotated = {s.commit for s in sessions}
+    for number, record in numbered:
+        if record.short not in annotated:
+            problems.append(
+                Problem(export_path, number, "commit", f"{record.short} has no annotation in {ann_path}")
+            )
+    for i, d in enumerate(ann.distractors):
+        check_pairs(d.claims, ("distractors", i))
+        try:
+            sessions.append(
+                Session(id=d.id, at=d.at, title=d.title, text=" ".join(d.text.split()), claims=d.claims)
+            )
+        except ValidationError as exc:
+            problems += from_validation(exc, ann_path, lines, ("distractors", i))
+    for i, q in enumerate(ann.queries):
+        if f"{q.target.entity}.{q.target.slot}" not in pairs:
+            where = ("queries", i, "target")
+            problems.append(
+                Problem(
+                    ann_path, line_of(lines, where), f"queries[{i}].target", "target is not in the catalog"
+                )
+            )
+    if problems:
+        return None, problems
+    sessions.sort(key=lambda s: s.at)
+    episode = Episode(
+        id=name,
+        source="trajectory",
+        family="trajectory",
+        catalog=catalog,
+        sessions=tuple(sessions),
+        queries=ann.queries,
+    )
+    return episode, []
+
+
+def load_trajectories(sources: Sources, names: Sequence[str] | None = None) -> list[Episode]:
+    """The named trajectories (default: every one the sources hold), or one :class:`DataError`
+    listing every problem across them."""
+    episodes, problems = [], []
+    for name in sources.names() if names is None else names:
+        episode, found = check_trajectory(name, sources)
+        problems += found
+        if episode is not None:
+            episodes.append(episode)
+    if problems:
+        raise DataError(problems)
+    return episodes

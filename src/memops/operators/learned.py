@@ -1,0 +1,365 @@
+"""Learned operators: prompts from ``operators.prompts``, decoding under ``operators.schemas``.
+
+Every answer is parsed through the same pydantic model whose JSON schema constrained it. An
+answer that does not parse or validate becomes an ``Outcome`` with ``error`` set and the raw
+text kept; it never raises out of a batch. Only the backend raises, and only when it cannot
+answer at all.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import astuple, dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from memops.core.records import MAX_VALUE_CHARS, Catalog, ExtractedClaim, Note
+from memops.memory.claims import Claim
+from memops.memory.state import Entry
+from memops.operators.backends import BASE, Backend, Completion, Messages, Odds, Probe, Request
+from memops.operators.prompts import fill_messages, note_block, select_messages, selection_answers
+from memops.operators.registry import COMPARE, EXTRACT, STAGES_ADAPTER, UPDATE, Operator
+from memops.operators.schemas import (
+    MAX_PAIRS,
+    Selection,
+    fill_model,
+    json_schema,
+    note_branches,
+    select_model,
+)
+
+ExtractMode = Literal[
+    "direct", "two-stage", "two-stage-trained", "two-stage-scored", "two-stage-overlap", "direct-trained"
+]
+Sourced = tuple[Note, Catalog]
+"""A note with the catalog it is read against."""
+Ask = tuple[str, Messages, type[BaseModel], Any, int]
+"""One call to make: the adapter, the prompt, the output model, its JSON schema (or None), and
+the token budget."""
+EXTRACT_MODES: tuple[ExtractMode, ...] = (
+    "direct",
+    "two-stage",
+    "two-stage-trained",
+    "two-stage-scored",
+    "two-stage-overlap",
+    "direct-trained",
+)
+"""``direct``: one call for every claim. ``two-stage``: select pairs, then fill each, under
+grammars, on the extract adapter (trained on direct prompts only: the grammar alone carries the
+procedure). ``two-stage-trained``: the same calls on the ``extract-stages`` adapter, trained on
+the stage prompts too. ``two-stage-scored``: on the same adapter, stage 1 reads instead of
+decoding: each catalog pair is scored by the probability that the stage-1 answer is that pair
+alone, and the pairs at least ``threshold`` likely are kept; stage 2 fills them as
+``two-stage-trained`` does. ``two-stage-overlap``: no model in stage 1, the catalog pair whose
+words the note uses most (``overlap_scores``), filled as ``two-stage-trained`` does: the floor a
+learned selection has to clear. ``direct-trained``: ``direct``'s one call on the ``extract-stages``
+adapter, whose data hold the direct examples beside the stage ones: one extract adapter for
+every mode, so that a run trains one adapter fewer (docs/speed.md)."""
+STAGED_MODES: tuple[ExtractMode, ...] = (
+    "two-stage-trained",
+    "two-stage-scored",
+    "two-stage-overlap",
+    "direct-trained",
+)
+"""The modes that run on the ``extract-stages`` adapter."""
+NOTE_STEPS = frozenset({EXTRACT.name, "select", "fill"})
+"""The calls about one note: their prompts are the same up to the task (``with_task``), and
+each note is asked in several (``Request.stem``)."""
+OPT_IN_MODES: tuple[ExtractMode, ...] = ("two-stage-overlap", "direct-trained")
+"""The modes a run scores only when ``extract_modes`` names them: ``two-stage-overlap`` selects
+with no model, and the symbolic oracle has no fill to give for a pair its note does not state;
+``direct-trained`` is a study of the adapters a run needs."""
+
+
+def mode_adapter(mode: ExtractMode) -> str:
+    """The adapter a learned extraction mode runs on."""
+    return STAGES_ADAPTER if mode in STAGED_MODES else EXTRACT.name
+
+
+def _round_up(n: int, step: int = 64) -> int:
+    return -(-n // step) * step
+
+
+def select_budget(pairs: Sequence[str]) -> int:
+    """Room for the longest stage-1 answer the schema allows: six of the longest pair.
+
+    Counted in characters, an upper bound on tokens for a BPE vocabulary over ASCII text; it
+    is rounded up so that notes of one catalog batch together.
+    """
+    return _round_up(len('{"pairs":[]}') + MAX_PAIRS * (max(map(len, pairs)) + 3))
+
+
+def fill_budget(pair: str, branches: Sequence[str]) -> int:
+    """Room for the longest stage-2 answer: fixed keys, the pair, a full-length value, enums."""
+    keys = len('{"entity":"","slot":"","value":"","branch":"","env":"","evidence_type":""}')
+    longest_enums = max(map(len, branches)) + len("production") + len("runtime-observation")
+    return _round_up(keys + len(pair) + 2 * MAX_VALUE_CHARS + longest_enums)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One model call: what was asked, what came back, and what it parsed to (or why not)."""
+
+    step: str
+    messages: Messages
+    raw: str
+    output: BaseModel | None
+    error: str | None
+    latency_s: float
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """The claims one note yields, with every call that produced them."""
+
+    claims: list[ExtractedClaim]
+    calls: list[Outcome]
+    selected: list[str] = field(default_factory=list)
+    """The ``entity.slot`` pairs stage 1 chose (direct: the pairs the claims name)."""
+    scores: dict[str, float] = field(default_factory=dict)
+    """A scoring selection's probability per catalog pair (``LearnedOperators.score_pairs``)."""
+
+    @property
+    def error(self) -> str | None:
+        errors = [f"{c.step}: {c.error}" for c in self.calls if c.error]
+        return "; ".join(errors) or None
+
+
+def _key(request: Request) -> str:
+    """A request as ``LearnedOperators.answers`` keeps it."""
+    return json.dumps(astuple(request), sort_keys=True)
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z]+", text.lower()))
+
+
+def overlap_scores(note: Note, catalog: Catalog) -> dict[str, float]:
+    """Per catalog pair, the share of its words (its entity and slot names, split at ``_``, and
+    its description) that the note, as the prompt shows it, uses too."""
+    said = _words(note_block(note))
+    scores = {}
+    for entry in catalog.entries:
+        words = _words(f"{entry.entity} {entry.slot} {entry.description}".replace("_", " "))
+        scores[entry.pair] = len(words & said) / len(words)
+    return scores
+
+
+def overlap_selection(note: Note, catalog: Catalog) -> Extraction:
+    """Stage 1 without a model: the pair of highest :func:`overlap_scores` (the first in catalog
+    order on a tie), one per note, as the notes of both sources state one pair each but for
+    chatter. The call it stands for is the stage-1 prompt, answered with that pair."""
+    scores = overlap_scores(note, catalog)
+    selected = [max(scores, key=scores.__getitem__)]
+    raw = Selection(pairs=selected).model_dump_json()
+    call = Outcome("overlap", select_messages(note, catalog), raw, None, None, 0.0, 0)
+    return Extraction([], [call], selected, scores)
+
+
+def parse(model: type[BaseModel], text: str) -> tuple[BaseModel | None, str | None]:
+    try:
+        return model.model_validate_json(text), None
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(root)"
+        kind = "invalid JSON" if first["type"] == "json_invalid" else "schema violation"
+        return None, f"{kind} at {where}: {first['msg']}"
+
+
+def parse_selection(model: type[BaseModel], text: str) -> tuple[BaseModel | None, str | None]:
+    """Stage 1 parsing. A repeated pair is dropped before validation: grammar engines do not
+    enforce ``uniqueItems``, and a repeat carries no information a second fill could use."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        return None, f"invalid JSON at (root): {e.msg}"
+    if isinstance(data, dict) and isinstance(data.get("pairs"), list):
+        pairs = data["pairs"]
+        data["pairs"] = [p for i, p in enumerate(pairs) if not isinstance(p, str) or p not in pairs[:i]]
+    return parse(model, json.dumps(data))
+
+
+@dataclass
+class LearnedOperators:
+    """The operators on a backend. ``calls`` counts model calls per step.
+
+    With ``adapters=False`` every call runs on the bare base with the same prompts and grammar:
+    the prompted baseline, i.e. an instruct model used as a judge the way Mem0, Graphiti and
+    Zep run these operators.
+
+    Decoding is greedy, so a request asked again gets the answer it got the first time:
+    ``answers`` keeps them, and the engine replay of a held-out trajectory reuses the
+    extractions its scoring already ran instead of decoding every note a second time."""
+
+    backend: Backend
+    constrained: bool = True
+    adapters: bool = True
+    favour_note: float = 0.0
+    """Stage 2 adds this to the logits of the note's own tokens while a claim is filled: a study
+    of values worded as the note words them (0: off)."""
+    threshold: float = 0.5
+    """A scoring selection keeps a pair at least this likely: chosen on validation data
+    (``eval.calibration``), never on the held-out fold."""
+    calls: Counter[str] = field(default_factory=Counter)
+    """Operator calls per step, answered by the model or from ``answers``."""
+    answers: dict[str, Completion] = field(default_factory=dict)
+    readings: dict[str, Odds] = field(default_factory=dict)
+    """The same for probes: a probe reads one forward pass, which is deterministic too."""
+
+    def _schema(self, model: type[BaseModel]) -> dict[str, Any] | None:
+        return json_schema(model) if self.constrained else None
+
+    def _asks(self, op: Operator, adapter: str, batch: list[Messages]) -> list[Ask]:
+        schema = self._schema(op.output)
+        return [(adapter, m, op.output, schema, op.budget) for m in batch]
+
+    def _run(self, op: Operator, adapter: str, batch: list[Messages]) -> list[Outcome]:
+        return self._ask(op.name, self._asks(op, adapter, batch))
+
+    def _requests(
+        self, step: str, asks: list[Ask], favours: Sequence[str | None] | None = None
+    ) -> list[Request]:
+        favours = favours or [None] * len(asks)
+        return [
+            Request(
+                a if self.adapters else BASE,
+                m,
+                schema,
+                n,
+                text,
+                self.favour_note if text else 0.0,
+                stem=step in NOTE_STEPS,
+            )
+            for (a, m, _, schema, n), text in zip(asks, favours, strict=True)
+        ]
+
+    def _decision_asks(self, op: Operator, arguments: Sequence[tuple[Any, ...]]) -> list[Ask]:
+        """One call of a decision operator per argument tuple, on its own adapter."""
+        return self._asks(op, op.name, [op.messages(*a) for a in arguments])
+
+    def unanswered(self, op: Operator, arguments: Sequence[tuple[Any, ...]]) -> int:
+        """How many of these calls of a decision operator ``answers`` does not hold yet."""
+        requests = self._requests(op.name, self._decision_asks(op, arguments))
+        return sum(_key(r) not in self.answers for r in requests)
+
+    def _ask(self, step: str, asks: list[Ask], favours: Sequence[str | None] | None = None) -> list[Outcome]:
+        if not asks:
+            return []
+        requests = self._requests(step, asks, favours)
+        keys = [_key(r) for r in requests]
+        new = {k: r for k, r in zip(keys, requests, strict=True) if k not in self.answers}
+        if new:
+            self.answers.update(zip(new, self.backend.complete(list(new.values())), strict=True))
+        completions = [self.answers[k] for k in keys]
+        self.calls[step] += len(asks)
+        reader = parse_selection if step == "select" else parse
+        out = []
+        for (_, messages, model, _, _), c in zip(asks, completions, strict=True):
+            output, error = (
+                (None, f"refused by the backend: {c.refused}") if c.refused else reader(model, c.text)
+            )
+            out.append(Outcome(step, messages, c.text, output, error, c.latency_s, c.completion_tokens))
+        return out
+
+    def decide(self, op: Operator, arguments: Sequence[tuple[Any, ...]]) -> list[Outcome]:
+        return self._ask(op.name, self._decision_asks(op, arguments))
+
+    def compare(self, pairs: Sequence[tuple[Claim, Claim]]) -> list[Outcome]:
+        return self.decide(COMPARE, pairs)
+
+    def update(self, items: Sequence[tuple[Entry | None, Claim]]) -> list[Outcome]:
+        return self.decide(UPDATE, items)
+
+    def extract(self, notes: Sequence[Sourced], mode: ExtractMode = "direct") -> list[Extraction]:
+        adapter = mode_adapter(mode)
+        if mode in ("direct", "direct-trained"):
+            outcomes = self._run(EXTRACT, adapter, [EXTRACT.messages(n, c) for n, c in notes])
+            out = []
+            for o in outcomes:
+                claims = list(o.output.claims) if o.output else []
+                named = list(dict.fromkeys(c.pair for c in claims))
+                out.append(Extraction(claims, [o], named))
+            return out
+        if mode == "two-stage-scored":
+            return self._fill_selected(notes, self.score_pairs(notes, adapter), adapter)
+        if mode == "two-stage-overlap":
+            return self._fill_selected(notes, [overlap_selection(n, c) for n, c in notes], adapter)
+        selections = []
+        for sel in self.select(notes, adapter):
+            pairs = list(sel.output.pairs) if isinstance(sel.output, Selection) else []
+            selections.append(Extraction([], [sel], pairs))
+        return self._fill_selected(notes, selections, adapter)
+
+    def probe(self, step: str, asks: list[tuple[str, Messages, tuple[str, ...]]]) -> list[Odds]:
+        """Each (adapter, prompt, options) read, from ``readings`` where asked before."""
+        probes = [Probe(a if self.adapters else BASE, m, options) for a, m, options in asks]
+        keys = [json.dumps(astuple(p), sort_keys=True) for p in probes]
+        new = {k: p for k, p in zip(keys, probes, strict=True) if k not in self.readings}
+        if new:
+            self.readings.update(zip(new, self.backend.probe(list(new.values())), strict=True))
+        self.calls[step] += len(asks)
+        return [self.readings[k] for k in keys]
+
+    def score_pairs(self, notes: Sequence[Sourced], adapter: str = STAGES_ADAPTER) -> list[Extraction]:
+        """Stage 1 by scoring: the stage-1 prompt read once per note, each catalog pair scored
+        by the probability that the answer is that pair alone (``selection_answers``, beside
+        the empty answer; ``scores``). The pairs at ``threshold`` or above are selected, most
+        likely first, at most ``MAX_PAIRS``. The call's answer is that selection: a backend that
+        reads other probabilities shows in parity only when a selection moves."""
+        asks = [
+            (adapter, select_messages(note, catalog), selection_answers(catalog.pairs()))
+            for note, catalog in notes
+        ]
+        out = []
+        for (_, catalog), (_, messages, _), odds in zip(notes, asks, self.probe("score", asks), strict=True):
+            if odds.refused:
+                error = f"refused by the backend: {odds.refused}"
+                out.append(Extraction([], [Outcome("score", messages, "", None, error, odds.latency_s, 0)]))
+                continue
+            scores = dict(zip(catalog.pairs(), odds.probs[:-1], strict=True))  # last: the empty answer
+            ranked = sorted(scores, key=lambda pair: -scores[pair])
+            selected = [p for p in ranked if scores[p] >= self.threshold][:MAX_PAIRS]
+            raw = Selection(pairs=selected).model_dump_json()
+            call = Outcome("score", messages, raw, None, None, odds.latency_s, 0)
+            out.append(Extraction([], [call], selected, scores))
+        return out
+
+    def select(self, notes: Sequence[Sourced], adapter: str = "extract") -> list[Outcome]:
+        """Stage 1: the supported pairs, from an enum of the catalog's ``entity.slot`` strings."""
+        asks = []
+        for note, catalog in notes:
+            model = select_model(tuple(catalog.pairs()))
+            prompt = select_messages(note, catalog)
+            asks.append((adapter, prompt, model, self._schema(model), select_budget(catalog.pairs())))
+        return self._ask("select", asks)
+
+    def fill(self, items: Sequence[tuple[Note, Catalog, str]], adapter: str = "extract") -> list[Outcome]:
+        """Stage 2: one claim per selected pair; the pair is fixed, branch/env/evidence are enums."""
+        asks = []
+        for note, catalog, pair in items:
+            branches = note_branches(note)
+            model = fill_model(pair, branches)
+            prompt = fill_messages(note, catalog, pair)
+            asks.append((adapter, prompt, model, self._schema(model), fill_budget(pair, branches)))
+        favours = [note.text if self.favour_note else None for note, _, _ in items]
+        return self._ask("fill", asks, favours)
+
+    def _fill_selected(
+        self, notes: Sequence[Sourced], selections: list[Extraction], adapter: str
+    ) -> list[Extraction]:
+        """Stage 2 on each note's ``selected`` pairs; the fills join the selection's calls."""
+        items, owners = [], []
+        for i, ((note, catalog), sel) in enumerate(zip(notes, selections, strict=True)):
+            for pair in sel.selected:
+                items.append((note, catalog, pair))
+                owners.append(i)
+        for i, fill in zip(owners, self.fill(items, adapter), strict=True):
+            selections[i].calls.append(fill)
+            if isinstance(fill.output, ExtractedClaim):  # a Fill is an ExtractedClaim with enums
+                selections[i].claims.append(fill.output)
+        return selections

@@ -1,0 +1,32 @@
+"""The symbolic operators: the engine's rules, and gold annotations as the extraction oracle.
+
+They are the reference every learned figure is read against; ``operators.backends.symbolic``
+puts the same answers behind the text interface of a backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from memops.memory.claims import Claim
+from memops.memory.compare import compare
+from memops.memory.state import Entry, rule
+from memops.operators.backends import Messages
+from memops.operators.schemas import CompareOutput, UpdateOutput
+
+
+def symbolic_compare(first: Claim, second: Claim) -> CompareOutput:
+    relation, winner = compare(first, second)
+    return CompareOutput(relation=relation, winner=winner)
+
+
+def symbolic_update(entry: Entry | None, claim: Claim) -> UpdateOutput:
+    if entry is None or entry.current is None:
+        return UpdateOutput(action="add")
+    return UpdateOutput(action=rule(entry, claim)[0])
+
+
+def prompt_key(messages: Messages) -> str:
+    """A stable hash of a chat, used to key records and oracle answers."""
+    return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:16]
