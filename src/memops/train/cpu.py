@@ -17,6 +17,7 @@ Two costs dominated the SmolLM2 recipe on CPU (issue 26, ``benchmarks/bench_trai
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,8 +55,14 @@ def matmul_flags() -> list[str]:
     return sorted(cpu_flags() & set(MATMUL_FLAGS))
 
 
+CAPPED_CAPABILITIES = ("default", "avx2")
+"""Values of torch's ``ATEN_CPU_CAPABILITY`` that cap its kernels below AVX-512: with one, this
+CPU runs as an AVX2 one would, so bf16 counts as emulated whatever the flags say."""
+
+
 def native_bf16() -> bool:
-    return bool(cpu_flags() & set(BF16_FLAGS))
+    capped = os.environ.get("ATEN_CPU_CAPABILITY", "").lower() in CAPPED_CAPABILITIES
+    return bool(cpu_flags() & set(BF16_FLAGS)) and not capped
 
 
 @contextmanager
