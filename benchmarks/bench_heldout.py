@@ -1,51 +1,34 @@
-"""The held-out run with a real model on CPU, uninterrupted and timed (issue 13's benchmark).
+"""The held-out run with a real model on CPU, uninterrupted and timed.
 
     python benchmarks/bench_heldout.py [--config-name smollm2-cpu] [--root outputs/bench/heldout] [...]
 
 One command, everything under ``--root``, each step a child process (argument lists) as it is
-a job under Slurm (``slurm/submit.py``), with its config resolved here and handed over as a file
-(``<root>/configs/``); Hydra overrides after the options reach every step, the root's paths
-excepted (``model.lora.layers_to_transform=[15,...,29]`` benchmarks a recipe change):
+a job under Slurm, with its config resolved here and handed over as a file (``<root>/configs/``);
+Hydra overrides after the options reach every step, the root's paths excepted
+(``model.lora.layers_to_transform=[15,...,29]`` benchmarks a recipe change):
+
 1. the base (``memops make-model``) and the datasets (``memops build-data``);
-2. each adapter, one ``train.py`` each: ``adapters_fold``'s, and each fold's own of those
-   named in ``own_adapters`` (``own_adapters=[extract-stages] real_repeat=30``: extraction under
-   the paper's protocol, the decisions synthetic-only; the vLLM pass then starts a server per
-   fold). Two at a time, each on half the cores,
-   the longest step budget first, the next on the first half free (``--training-apart``: one
-   after the other on all of them). Compare and update, each on one core beside the other, ran
-   at 0.63 and 0.65 of their speed alone on both: 1.28 times the work a second, as long as both
-   lanes have work (docs/speed.md, "Two adapters at a time");
-3. ``memops loo --config-name <config>``: the five folds on ``hf``, engine replays included,
-   on the first lane the trainings leave: it scores what the finished adapters serve and waits
-   for those still in training (``wait_for_training_s``), loading each once it is finished. In
-   the three-adapter run, compare's training took 4.2 min longer than update's and
-   extract-stages' one after the other, and that lane had idled through them (docs/speed.md,
-   "The hf pass beside the last training");
-4. the same config with ``backend=vllm``: the same pass, every variant and engine replay, on one
-   vLLM server holding the same adapters, on the next lane free once every training has ended
-   (its server loads the adapters as it starts). The two passes run at once, each pinned to
-   half the cores (``--passes-apart``: one after the other on all of them; with it, with
-   ``--training-apart`` or with ``--passes-after-training`` the passes start once every
-   training has ended). On 2 cores a pass ran 1.4 to 1.6 times as fast on both as on one
-   beside the other (small matrices, one token at a time), so the two passes side by side took
-   a fifth less time than in a row, with the same raw text (docs/speed.md, "The two scoring
-   passes side by side");
+2. each adapter, one ``train.py`` each: ``adapters_fold``'s, and each fold's own of those named
+   in ``own_adapters``. Two at a time, each on half the cores, the longest step budget first, the
+   next on the first half free (``--training-apart``: one after the other on all of them), since
+   two small trainings side by side do more work a second than one on both cores;
+3. ``memops loo --config-name <config>``: the five folds on ``hf``, engine replays included, on
+   the first lane the trainings leave; it scores what the finished adapters serve and waits for
+   those still in training (``wait_for_training_s``);
+4. the same config with ``backend=vllm`` on the next lane free once every training has ended.
+   The two passes run at once, each pinned to half the cores (``--passes-apart``: one after the
+   other; with it, ``--training-apart`` or ``--passes-after-training`` the passes start once every
+   training has ended);
 5. the parity of the two runs per operator and variant (``eval/parity.py``): identical raw text
    for every model call, identical final values and answers for every replay.
 
-Scoring runs in a process that trained nothing: the hf pass decoded about a fifth slower in the
-process that had trained the adapters (docs/speed.md, "The shared start in training"). Then it
-prints the wall time of each step (the adapters' and the model's as their manifests record
-them, and each pass's phases under it: adapter wait, backend start, calibration, operators,
-engine replays), the training tokens/s and their share of the matmul peak of the cores they had
-(the machine's, measured on every core, times their share of the cores; ``train/throughput.py``;
-the tokens the trainer ran, which under ``packed_attention=shared_prefix`` leave out the prompt
-start a row's examples share), the pooled held-out figures and the parity, and writes them to
-``<root>/heldout.json``, with the steps and phases drawn on a timeline per core in
-``<root>/timeline.png`` (``eval/timeline.py``). A rerun resumes what is finished and runs only
-what is left, so its times are those of what was left: give a new ``--root`` for a timing. A
-rerun with other overrides stops before any step if a finished adapter was trained otherwise
-(``eval/plan.py``).
+Scoring runs in a process that trained nothing. It prints the wall time of each step and each
+pass's phases, the training tokens/s and their share of the matmul peak of the cores they had
+(``train/throughput.py``), the pooled held-out figures and the parity; writes them to
+``<root>/heldout.json`` and draws the steps per core in ``<root>/timeline.png``. A rerun resumes
+and runs only what is left, so its times are those of what was left: give a new ``--root`` for
+a timing. A rerun with other overrides stops before any step if a finished adapter was trained
+otherwise (``eval/plan.py``).
 """
 
 from __future__ import annotations

@@ -44,9 +44,9 @@ def top_layers(k: int, of: int) -> str:
 
 
 DROPOUT = "model.lora.dropout=0.05"
-"""The LoRA dropout of DESIGN's recipe, which the SmolLM2 CPU recipe turned off (issue 26)."""
+"""The LoRA dropout of the design's recipe, which the SmolLM2 CPU recipe turned off."""
 EVERY_LAYER = "~layers"
-"""The recipe's adapted layers per adapter dropped: adapters on every layer, as before issue 26."""
+"""The recipe's adapted layers per adapter dropped: adapters on every layer, as in the first CPU recipe."""
 CPU_CANDIDATES = {
     "before: fp32, LM head on every position": [
         "lm_head=all",
@@ -84,7 +84,7 @@ CPU_CANDIDATES = {
     "recipe: LoRA on the recipe's layers (compare: the top 15 of 30)": [],
     "LoRA on the top 8 of 30 layers": [top_layers(8, of=30)],
 }
-"""The CPU recipe before issue 26, each change alone, and the recipe (configs/recipe/smollm2-cpu,
+"""The first CPU recipe, each change alone, and the recipe (configs/recipe/smollm2-cpu,
 which every candidate starts from; its adapted layers are per adapter, ``layers``)."""
 REPEATS_WITHOUT_BF16 = ("bf16 autocast", "LM head on labelled positions")
 """The candidates a CPU without native bf16 would run as another, step for step (``cpu_bf16=true``

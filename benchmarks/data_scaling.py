@@ -1,5 +1,5 @@
 """How much real data buys: one fold's held-out compare and update against the number of real
-trajectories its adapters trained on (issue 27's data-scaling table).
+trajectories its adapters trained on (the data-scaling table).
 
     python benchmarks/data_scaling.py [--fold patch-guardrails] [--counts 0 1 2 4]
                                    [--config-name smollm2-cpu] [--root outputs/scaling]

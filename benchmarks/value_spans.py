@@ -1,4 +1,4 @@
-"""How far stage 2's values are from what their notes hold (issue 28), on the held-out folds.
+"""How far stage 2's values are from what their notes hold, on the held-out folds.
 
     python benchmarks/value_spans.py [--config-name smollm2-cpu] [override ...]
 

@@ -1,4 +1,4 @@
-"""Metric definitions of DESIGN §7 on hand-checked cases."""
+"""Metric definitions of docs/design.md §7 on hand-checked cases."""
 
 from __future__ import annotations
 

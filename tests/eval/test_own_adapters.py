@@ -1,6 +1,6 @@
 """A LOO run whose decisions come from the synthetic fold and whose extraction each fold trains
 on its own split (``own_adapters``): the paper's protocol for one adapter, synthetic-only for
-the others, as docs/extraction.md's "The four other trajectories in training" study ran by hand."""
+the others, as docs/log/extraction.md's "The four other trajectories in training" study ran by hand."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Table-driven tests of the update rule (DESIGN §3), one row per branch of the rule."""
+"""Table-driven tests of the update rule (docs/design.md §3), one row per branch of the rule."""
 
 from __future__ import annotations
 

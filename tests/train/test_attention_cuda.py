@@ -1,5 +1,5 @@
 """torch's flash-attention varlen kernel against sdpa per example, on a GPU only: the kernel has
-no CPU implementation, so CI (no GPU) skips this file; it ran on an H200 (docs/gpu.md)."""
+no CPU implementation, so CI (no GPU) skips this file; it ran on an H200 (docs/results.md)."""
 
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ class Session(Note):
 
     def grounded_claims(self) -> tuple[ExtractedClaim, ...]:
         """The gold claims with each value as the note words it: what a reader of this note alone
-        can write, and what a trajectory's gold value is (a few of the note's words, issue 28).
+        can write, and what a trajectory's gold value is (a few of the note's words).
         The engine's gold keeps ``claims``: one value however each note phrases it."""
         if not self.stated:
             return self.claims

@@ -1,4 +1,4 @@
-"""Operator datasets for every leave-one-out fold (DESIGN §5, §10).
+"""Operator datasets for every leave-one-out fold (docs/design.md §5, §10).
 
 Fold ``<trajectory>``: train = synthetic (train part) + the other four trajectories, validation =
 synthetic (validation part), test = that trajectory, held out. Fold ``all``: every source in

@@ -36,7 +36,7 @@ class DataConfig(RunConfig):
     """How many times a train split holds each trajectory example it takes. The four other
     trajectories give about 3% of a fold's extract-stages rows, so a 100-step adapter sees a
     handful; above 1 weights them against the synthetic rows (the paper's protocol on
-    extraction, docs/extraction.md)."""
+    extraction, docs/log/extraction.md)."""
     folds: list[str] | None = None
     """Unset: every trajectory the annotations hold, then ``all`` and ``synthetic``."""
     validate: bool = False

@@ -67,7 +67,7 @@ class LooConfig(TrainingRun):
     """Adapters that each fold trains on its own training split even though ``adapters_fold``
     serves the others: ``[extract-stages]`` with ``real_repeat=30`` scores extraction under the
     paper's protocol (the four other trajectories in training) beside synthetic-only decisions
-    (docs/extraction.md, "The four other trajectories in training")."""
+    (docs/log/extraction.md)."""
     extract_stages: bool = False
     """Also build the ``extract-stages`` data, train its adapter and score two-stage-trained,
     two-stage-scored and two-stage-overlap extraction beside direct and grammar-only two-stage."""

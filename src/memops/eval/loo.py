@@ -214,7 +214,7 @@ PHASES = (
     "engine replays",
 )
 """Where a run's wall time goes, in the manifest's ``phases``: a pass's model calls are one share
-of it, and the figures say which part of a slow pass to work on (issue 26). Like
+of it, and the figures say which part of a slow pass to work on. Like
 ``wall_seconds``, they time this process: a resumed run's are those of what it had left."""
 
 

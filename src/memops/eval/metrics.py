@@ -1,4 +1,4 @@
-"""Scores and statistics of DESIGN §7: claim F1 at two levels, exact match, bootstrap CIs,
+"""Scores and statistics of docs/design.md §7: claim F1 at two levels, exact match, bootstrap CIs,
 exact McNemar and a paired bootstrap. Pure Python plus numpy; no model needed."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def token_f1(a: str, b: str) -> float:
 
 
 def value_match(pred: str | None, gold: str | None) -> bool:
-    """The value-level match of DESIGN §7: token F1 of the two values at least 0.5. Gold values
+    """The value-level match of docs/design.md §7: token F1 of the two values at least 0.5. Gold values
     are mostly an annotator's paraphrase of the note, so extraction is scored this way, and so
     is an engine key's final value when learned extraction wrote it (beside exact equality)."""
     return pred is not None and gold is not None and token_f1(pred, gold) >= VALUE_F1_THRESHOLD

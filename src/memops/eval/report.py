@@ -44,7 +44,7 @@ METRICS = (
 ``engine_state_value``: it matches at the value level of extraction (``value_match``), which is
 what a learned extraction's paraphrased values can reach. With gold extraction the two agree."""
 EXTRACT_METRICS = ("extract", "extract_value")
-"""Claim F1 of extraction at schema and at value level (DESIGN §7)."""
+"""Claim F1 of extraction at schema and at value level (docs/design.md §7)."""
 PUBLISHED = {
     "extract": (0.30, 0.48),
     "overall": (0.81, 0.86),

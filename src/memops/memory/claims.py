@@ -29,7 +29,7 @@ _TRAILING = ".,;:!?"
 
 
 def norm(value: str) -> str:
-    """Canonical form for value equality (DESIGN §3): NFKC, lowercase, one space, without
+    """Canonical form for value equality (docs/design.md §3): NFKC, lowercase, one space, without
     surrounding quotes or trailing sentence punctuation. Invisible format characters (Unicode
     category Cf: zero-width space and joiners, the byte-order mark, soft hyphens) are dropped,
     so ``"a\u200bb"`` and ``"ab"`` are one value, not two that supersede each other."""

@@ -1,4 +1,4 @@
-"""The symbolic compare rule (DESIGN §4): how two claims relate, and which one should win.
+"""The symbolic compare rule (docs/design.md §4): how two claims relate, and which one should win.
 
 ``first`` is the claim already in memory, ``second`` the incoming one. The winner follows the
 update rule's order (evidence score, then recency) and is ``none`` on an exact tie, where only

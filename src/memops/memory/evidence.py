@@ -70,5 +70,5 @@ class Evidence(BaseModel):
 
 
 def evidence_score(evidence_type: str, commit: str | None) -> int:
-    """``s(z) = w(type) + 40·[commit is not null]`` (DESIGN §3)."""
+    """``s(z) = w(type) + 40·[commit is not null]`` (docs/design.md §3)."""
     return EVIDENCE_WEIGHTS[evidence_type] + (COMMIT_BONUS if commit is not None else 0)

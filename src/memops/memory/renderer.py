@@ -2,7 +2,7 @@
 
 Priority under a character budget: current state always comes first; then transitions, newest
 first; then contested observations, newest first, so under pressure contested lines and the
-oldest transitions go first (DESIGN §3). Lines are compact, so that history keeps a share of the
+oldest transitions go first (docs/design.md §3). Lines are compact, so that history keeps a share of the
 budget: the scope is shown only off main/production, and a transition to the current value reads
 ``-> current``. If the current state alone does not fit, coupled slots share a line, and only then
 are keys cut.

@@ -58,7 +58,7 @@ alone, and the pairs at least ``threshold`` likely are kept; stage 2 fills them 
 words the note uses most (``overlap_scores``), filled as ``two-stage-trained`` does: the floor a
 learned selection has to clear. ``direct-trained``: ``direct``'s one call on the ``extract-stages``
 adapter, whose data hold the direct examples beside the stage ones: one extract adapter for
-every mode, so that a run trains one adapter fewer (docs/speed.md)."""
+every mode, so that a run trains one adapter fewer (docs/log/speed.md)."""
 STAGED_MODES: tuple[ExtractMode, ...] = (
     "two-stage-trained",
     "two-stage-scored",

@@ -117,7 +117,7 @@ DECISIONS: tuple[str, ...] = tuple(name for name, op in OPERATORS.items() if op.
 
 @dataclass(frozen=True)
 class Training:
-    """An adapter's training defaults (DESIGN §6): the GPU recipe's values for this operator."""
+    """An adapter's training defaults (docs/design.md §6): the GPU recipe's values for this operator."""
 
     max_length: int
     epochs: float = 2.0

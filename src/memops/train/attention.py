@@ -5,7 +5,7 @@ boundaries to the model (``cu_seq_lens_q``, from ``position_ids``). With ``sdpa`
 turns them into a block-diagonal mask over the whole row, and torch's kernels take a mask as
 data: a 1,024-token row of four 250-token examples computes all 1,024² scores, forward and
 backward, about nine times the causal work of its four blocks. On SmolLM2 and 2 CPU cores that
-was a third of a training step (``torch.profiler``, issue 26).
+was a third of a training step (``torch.profiler``).
 
 ``segments`` (``packed_attention=segments``) runs sdpa on each example of the row, causal and
 without a mask: the outputs of separate forward passes of the examples, to float rounding

@@ -45,7 +45,7 @@ RECIPE_SFT: dict[str, Any] = {
     "padding_free": True,
     "completion_only_loss": True,
 }
-"""The recipe's trainer choices (DESIGN §6): loss on completions only, bfd packing without
+"""The recipe's trainer choices (docs/design.md §6): loss on completions only, bfd packing without
 padding, cosine schedule with 5% warmup."""
 
 
@@ -67,7 +67,7 @@ class TrainingRun(RunConfig):
     """The recipe's adapted decoder layers per adapter (peft's ``layers_to_transform``); a
     ``model.lora.layers_to_transform`` given applies to every adapter instead, and an adapter
     not named here adapts every layer. Adapters on the top layers skip the backward pass below
-    them, which a decision adapter can afford and extraction cannot (docs/speed.md)."""
+    them, which a decision adapter can afford and extraction cannot (docs/log/speed.md)."""
     max_eval_samples: int | None = None
     """Evaluate on a seeded sample of this many validation examples (all when unset)."""
     balance_labels: bool = False
@@ -87,7 +87,7 @@ class TrainingRun(RunConfig):
     lm_head: str = "labelled"
     """Where the LM head scores: ``labelled``, only the positions the loss reads (TRL does this on
     CUDA; ``train/cpu.py`` makes a CPU do it too), or ``all``, every position (TRL's default off
-    Triton devices, and the CPU recipes before issue 26). The loss is the same either way."""
+    Triton devices, and the first CPU recipes). The loss is the same either way."""
     cpu_bf16: bool = False
     """On a CPU with native bf16 matmuls (AVX-512-BF16 or AMX), autocast to bf16; elsewhere, or
     off, fp32. The manifest records what ran. A GPU run takes bf16 from ``model.compute_dtype``."""

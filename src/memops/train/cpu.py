@@ -1,7 +1,7 @@
 """Training on a CPU near its limit: what this machine's cores can do, and an LM head that scores
 only the positions the loss reads.
 
-Two costs dominated the SmolLM2 recipe on CPU (issue 26, ``benchmarks/bench_train.py``):
+Two costs dominated the SmolLM2 recipe on CPU (``benchmarks/bench_train.py``):
 
 - **The LM head over every position.** The loss reads completion tokens only (a compare row: about
   15 of 235), but off Triton devices TRL's fused head projects every position onto the

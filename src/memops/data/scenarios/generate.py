@@ -20,7 +20,7 @@ misses (same entity, or the same slot name under another entity). Its catalog is
 a trajectory's is: 9 to 11 pairs, its slots among their entities' other slots and a few
 unrelated ones, in random order. With one catalog of all 43 pairs behind every note, an
 extraction adapter could learn the list by heart and never read it; held out, every
-trajectory brings a catalog it has not seen (issue 28). Its notes mostly paraphrase
+trajectory brings a catalog it has not seen. Its notes mostly paraphrase
 values (``phrasing.stated``), half their claim sentences go on past the value as commit notes
 do (``phrasing.with_tail``), and each note is dated in one of a few UTC offsets, as commits of
 one team are across daylight saving and time zones: recency is the instant, not the string.

@@ -42,8 +42,7 @@ class BackendConfig:
     """hf and vllm: the dtype the base computes in while scoring; empty: the model's
     ``compute_dtype``, as training loaded it. ``bfloat16`` on a CPU with native bf16 takes about a
     third off a held-out pass, but the two backends' kernels then round differently, so their
-    raw text is no longer identical everywhere (docs/speed.md, "Inference in bf16 over the whole
-    benchmark")."""
+    raw text is no longer identical everywhere (docs/log/speed.md)."""
     serve: ServeConfig = field(default_factory=ServeConfig)
 
     def __post_init__(self) -> None:

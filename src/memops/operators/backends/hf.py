@@ -230,8 +230,7 @@ class StemCache:
 
     def clear(self) -> None:
         """Drop every stem once no later call asks about their notes (a fold's operators are
-        scored), so the engine replays do not run beside up to 2 GiB of them (docs/speed.md: "The
-        replays' suspect, tested")."""
+        scored), so the engine replays do not run beside up to 2 GiB of them (tested)."""
         self._kept.clear()
         self._bytes = 0
 
