@@ -49,9 +49,9 @@ def field_docs(cls: type) -> dict[str, str]:
         body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0]
         assert isinstance(body, ast.ClassDef)
         for node, after in zip(body.body, [*body.body[1:], None], strict=True):
-            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-                if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
-                    docs[node.target.id] = " ".join(str(after.value.value).split())
+            named = isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+            if named and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
+                docs[node.target.id] = " ".join(str(after.value.value).split())  # type: ignore[union-attr]
     return docs
 
 
