@@ -78,7 +78,7 @@ def trained_adapters(
     """The adapters of the patch-guardrails fold (the three operators and ``extract-stages``),
     trained through train.py's recipe."""
     from memops.core.config import compose_config
-    from memops.train.recipe import train_adapter
+    from memops.train.recipe import train_adapter, train_in_child
 
     root = tmp_path_factory.mktemp("adapters")
     for op in adapters(stages=True):
@@ -90,5 +90,9 @@ def trained_adapters(
             f"adapters_dir={root}",
             *QUICK_TRAIN,
         ]
-        train_adapter(compose_config("train", overrides), overrides)
+        cfg = compose_config("train", overrides)
+        if op == "update":  # in a child process, as a LOO run on a GPU trains before it serves
+            train_in_child(cfg)
+        else:
+            train_adapter(cfg, overrides)
     return root / "tiny" / "patch-guardrails"

@@ -111,5 +111,5 @@ def test_unknown_commit_fails_clearly_and_writes_nothing(
     out = tmp_path / "never.jsonl"
     proc = run_exporter("--repo", str(path), "--commits", str(commits), "--name", "x", "--out", str(out))
     assert proc.returncode == 1
-    assert "export failed" in proc.stderr and "0123456789abcdef" in proc.stderr
+    assert "memops export-commits: " in proc.stderr and "0123456789abcdef" in proc.stderr
     assert not out.exists()

@@ -105,6 +105,29 @@ def vllm_run(server, trained_adapters, small_datasets, export_dir, tmp_path_fact
     return out / "vllm", summary
 
 
+def test_a_given_server_whose_adapters_saw_the_fold_is_refused_before_any_work(
+    server, trained_adapters, small_datasets, export_dir, tmp_path, tiny_model
+) -> None:
+    """The server holds the patch-guardrails fold's adapters, trained on the four other
+    trajectories: scoring model-routing with them would score a fold they trained on."""
+    os.environ["VLLM_API_KEY"] = server.api_key
+    try:
+        cfg = loo_config(
+            "leak", tmp_path, trained_adapters, small_datasets, export_dir,
+            "backend=vllm", f"backend.url={server.base_url}", f"model.path={tiny_model}",
+        )  # fmt: skip
+        cfg.folds = ["model-routing"]
+        with pytest.raises(BackendError) as refused:
+            evaluate(cfg)
+    finally:
+        del os.environ["VLLM_API_KEY"]
+    said = str(refused.value)
+    assert said.startswith("fold model-routing: the served adapter extract (")
+    assert "was trained on fold patch-guardrails, whose training data hold model-routing" in said
+    assert not (small_datasets / "model-routing").exists()  # refused before building its data
+    assert not list((tmp_path / "leak").glob("records.jsonl"))
+
+
 def test_the_server_lists_its_own_name_and_every_adapter(server: VLLMServer, backend) -> None:
     assert server.listed() == {server.served_name, *OPS, STAGES_ADAPTER}
     info = backend.describe()

@@ -13,7 +13,8 @@ from memops.slurm.preflight import hours
 from tests.conftest import ROOT
 from tests.slurm.cluster import Cluster
 
-ROWS = ("GPU", "serving env", "base weights", "disk", "Slurm", "GPU-hours")
+ROWS = ("GPU", "GPU memory", "attention", "serving env", "base weights", "cache disk", "disk")
+ROWS += ("trajectories", "Slurm", "GPU-hours")
 
 
 def preflight(*overrides: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -41,6 +42,12 @@ def test_the_h100_profile_on_a_cpu_machine_names_the_missing_gpu(tmp_path: Path)
     assert "no GPU: CUDA is not available" in proc.stdout
     assert "missing: GPU" in proc.stderr
     assert "GPU-h booked" in proc.stdout and status(proc.stdout, "GPU-hours") == "note"
+    assert "serving about 35.5 GiB (27.5 bf16 base + 6.0 KV cache at 32768 tokens)" in proc.stdout
+    assert "training about 11.6 GiB (measured at 2048-token rows)" in proc.stdout
+    assert status(proc.stdout, "trajectories") == "ok" and status(proc.stdout, "attention") == "note"
+    for line in proc.stdout.splitlines():  # every failing check says what to do about it
+        if " missing " in line:
+            assert any(w in line for w in ("run preflight", "make serve-env", "install", "set ")), line
     assert not list(tmp_path.iterdir())  # a preflight writes nothing
 
 

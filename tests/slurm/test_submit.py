@@ -4,6 +4,7 @@ dry run, and the errors that stop a submission before anything reaches Slurm."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -218,3 +219,47 @@ def test_a_decisions_only_run_neither_trains_nor_needs_an_extract_adapter(tmp_pa
     assert sorted(adapter_dirs(root, cfg.served_adapters())) == sorted(DECISIONS)
     with pytest.raises(BackendError, match=f"no finished adapter in: {root / 'extract'}"):
         adapter_dirs(root)  # a run that scores learned extraction needs it
+
+
+def test_a_hub_base_is_fetched_once_and_every_later_job_runs_offline(tmp_path: Path) -> None:
+    """The prepare job fetches Qwen into the cluster's cache (``hf_home``); the training, eval and
+    report jobs get the same cache with the Hub offline, so none downloads the base again."""
+    hf_home = tmp_path / "hf"
+    lines = dry_run(tmp_path, f"hf_home={hf_home}")
+    argvs = [json.loads(line) for line in lines if line.startswith("[")]
+    exports = {option(a, "job-name"): option(a, "export") for a in argvs}
+    for name, export in exports.items():
+        assert f"HF_HOME={hf_home}" in export, name
+        assert ("HF_HUB_OFFLINE=1" in export) == (not name.endswith("-prepare")), name
+    assert any("the qwen2.5-14b-instruct model at Qwen/Qwen2.5-14B-Instruct" in line for line in lines)
+
+
+def option(argv: list[str], name: str) -> str:
+    return next(a.split("=", 1)[1] for a in argv if a.startswith(f"--{name}="))
+
+
+def cache_holding(hf_home: Path, repo: str) -> None:
+    """A stand-in for a finished download (no Hub here): the cache layout huggingface_hub reads,
+    with the snapshot's config.json."""
+    folder = hf_home / "hub" / f"models--{repo.replace('/', '--')}"
+    (folder / "refs").mkdir(parents=True)
+    (folder / "refs" / "main").write_text("0" * 40)
+    (folder / "snapshots" / ("0" * 40)).mkdir(parents=True)
+    (folder / "snapshots" / ("0" * 40) / "config.json").write_text("{}")
+
+
+def test_a_cached_hub_base_needs_no_prepare_job_and_a_missing_one_fails_offline_in_one_line(
+    tmp_path: Path,
+) -> None:
+    hf_home = tmp_path / "hf"
+    cache_holding(hf_home, "Qwen/Qwen2.5-14B-Instruct")
+    lines = dry_run(tmp_path, f"hf_home={hf_home}")
+    assert not any("qwen2.5-14b-instruct model" in line for line in lines)  # only the datasets
+
+    env = {**os.environ, "HF_HOME": str(tmp_path / "empty"), "HF_HUB_OFFLINE": "1"}
+    argv = [sys.executable, "-m", "memops", "make-model", "qwen2.5-14b-instruct"]
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    (said,) = [line for line in done.stderr.splitlines() if line.startswith("memops make-model: ")]
+    assert "base Qwen/Qwen2.5-14B-Instruct is not in the Hugging Face cache" in said
+    assert "the Hub is offline (HF_HUB_OFFLINE=1)" in said

@@ -55,5 +55,37 @@ def main(argv: list[str] | None = None) -> None:
         print(f"memops: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         sys.exit(2)
     module = importlib.import_module(f"{__name__}.{COMMANDS[name][0]}")
+    if hasattr(module, "CONFIG"):
+        check_config(name, module.CONFIG, rest)
     sys.argv = [f"memops {name}", *rest]
     module.main()
+
+
+HYDRA_FLAGS = (
+    *("-h", "--help", "--hydra-help", "-c", "--cfg", "-p", "--package", "-i", "--info", "-m", "--multirun"),
+    *("-sc", "--shell-completion", "-cd", "--config-dir", "-cp", "--config-path"),
+)
+"""Hydra's own flags: with one of them the command does something other than run its config, or
+reads configs from elsewhere, and Hydra checks the arguments itself."""
+
+
+def check_config(command: str, default: str, args: list[str]) -> None:
+    """A Hydra command's config composed and type-checked before the command starts, so a
+    misspelt key, a wrong type or a value its schema refuses ends it with one line."""
+    from memops.core.config import ConfigError, validate
+
+    if any(a.split("=")[0] in HYDRA_FLAGS for a in args):
+        return
+    name, overrides, words = default, [], iter(args)
+    for arg in words:
+        if arg in ("--config-name", "-cn"):
+            name = next(words, default)
+        elif arg.startswith("--config-name="):
+            name = arg.split("=", 1)[1]
+        else:
+            overrides.append(arg)
+    try:
+        validate(name, overrides)
+    except ConfigError as exc:
+        print(f"memops {command}: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -17,8 +17,11 @@ from memops.data.config import DataConfig
 from memops.data.pipeline import build, validate
 from memops.data.problems import DataError
 
+CONFIG = "data"
+"""The config this command composes unless ``--config-name`` names another."""
 
-@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name="data")
+
+@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name=CONFIG)
 def main(raw: DictConfig) -> None:
     cfg: DataConfig = entry_config(raw)
     try:

@@ -12,7 +12,7 @@ import sys
 
 from memops.cli import loo
 
-DEMO = "smollm2-demo"
+CONFIG = DEMO = "smollm2-demo"
 
 
 def main() -> None:

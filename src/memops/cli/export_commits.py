@@ -33,7 +33,7 @@ def main() -> None:
         out = args.out or Path(EXPORTED) / f"{args.name or name}.jsonl"
         records = export(args.repo, commits, args.name or name, out)
     except ExportError as exc:
-        print(f"export failed: {exc}", file=sys.stderr)
+        print(f"memops export-commits: {exc}", file=sys.stderr)
         sys.exit(1)
     print(f"wrote {len(records)} commits to {out}")
 

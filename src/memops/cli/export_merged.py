@@ -33,7 +33,7 @@ def main() -> None:
     try:
         written = export_merged(adapter, out, overwrite=args.overwrite)
     except (FileNotFoundError, FileExistsError) as exc:
-        sys.exit(f"export_merged.py: {exc}")
+        sys.exit(f"memops export-merged: {exc}")
     size = sum(p.stat().st_size for p in written.glob("*.safetensors"))
     took = time.perf_counter() - began
     print(f"merged {adapter} -> {written} ({size / 2**20:.1f} MiB of safetensors, {took:.0f} s)")

@@ -15,7 +15,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from memops.core.config import CONFIGS, entry_config
+from memops.core.config import CONFIGS, DeviceError, entry_config
 from memops.core.layout import run_dir
 from memops.core.locks import Busy
 from memops.data.problems import DataError
@@ -26,7 +26,11 @@ from memops.eval.plan import AdapterMismatch
 from memops.eval.records import RecordsError
 from memops.eval.report import table
 from memops.operators.backends import BackendError
+from memops.train.recipe import TrainingFailed
 from memops.train.tracking import TrackerError
+
+CONFIG = "loo"
+"""The config this command composes unless ``--config-name`` names another."""
 
 
 def _exit(signum: int, frame: FrameType | None) -> None:
@@ -36,7 +40,7 @@ def _exit(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
-@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name="loo")
+@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name=CONFIG)
 def main(raw: DictConfig) -> None:
     cfg: LooConfig = entry_config(raw)
     signal.signal(signal.SIGTERM, _exit)
@@ -49,12 +53,14 @@ def main(raw: DictConfig) -> None:
         AdapterMismatch,
         BackendError,
         Busy,
+        DeviceError,
         DataError,
         RecordsError,
         FileNotFoundError,
         TrackerError,
+        TrainingFailed,
     ) as exc:
-        print(exc, file=sys.stderr)
+        print(f"memops loo: {exc}", file=sys.stderr)
         sys.exit(1)
     print()
     print(table(summary))

@@ -19,8 +19,11 @@ from memops.core.config import CONFIGS, entry_config
 from memops.slurm.config import SubmitConfig  # importing it registers the schema with Hydra
 from memops.slurm.preflight import MISSING, preflight, table
 
+CONFIG = "submit"
+"""The config this command composes unless ``--config-name`` names another."""
 
-@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name="submit")
+
+@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name=CONFIG)
 def main(raw: DictConfig) -> None:
     cfg: SubmitConfig = entry_config(raw)
     rows = preflight(cfg)

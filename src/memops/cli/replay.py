@@ -21,8 +21,11 @@ from memops.operators.backends.factory import open_backend
 from memops.operators.engine import replay
 from memops.operators.learned import LearnedOperators
 
+CONFIG = "replay"
+"""The config this command composes unless ``--config-name`` names another."""
 
-@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name="replay")
+
+@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name=CONFIG)
 def main(raw: DictConfig) -> None:
     cfg: ReplayConfig = entry_config(raw)
     try:
@@ -37,7 +40,7 @@ def main(raw: DictConfig) -> None:
                     episode, cfg.engine, LearnedOperators(backend, threshold=cfg.threshold), cfg.extract
                 )
     except (DataError, BackendError) as exc:
-        print(exc, file=sys.stderr)
+        print(f"memops replay: {exc}", file=sys.stderr)
         sys.exit(1)
     print(result.memory.render(cfg.budget))
     print()

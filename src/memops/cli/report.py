@@ -18,8 +18,11 @@ from memops.eval.config import ReportConfig
 from memops.eval.records import RecordsError
 from memops.eval.report import build_report, merge_folds, table
 
+CONFIG = "report"
+"""The config this command composes unless ``--config-name`` names another."""
 
-@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name="report")
+
+@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name=CONFIG)
 def main(raw: DictConfig) -> None:
     cfg: ReportConfig = entry_config(raw)
     run_dir = Path(cfg.run)
@@ -30,7 +33,7 @@ def main(raw: DictConfig) -> None:
             )
         summary = build_report(run_dir)
     except (RecordsError, FileNotFoundError) as exc:
-        sys.exit(str(exc))
+        sys.exit(f"memops report: {exc}")
     print(table(summary))
     print(f"\nreport: {run_dir / 'report.md'}")
 

@@ -15,14 +15,17 @@ from memops.core.config import CONFIGS, entry_config
 from memops.slurm.config import SubmitConfig
 from memops.slurm.submit import SubmitError, submit
 
+CONFIG = "submit"
+"""The config this command composes unless ``--config-name`` names another."""
 
-@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name="submit")
+
+@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name=CONFIG)
 def main(raw: DictConfig) -> None:
     cfg: SubmitConfig = entry_config(raw)
     try:
         submit(cfg, overrides=list(HydraConfig.get().overrides.task))
     except SubmitError as exc:
-        print(f"submit.py: {exc}", file=sys.stderr)
+        print(f"memops submit: {exc}", file=sys.stderr)
         sys.exit(1)
 
 

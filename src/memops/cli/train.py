@@ -11,7 +11,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from memops.core.config import CONFIGS, entry_config
+from memops.core.config import CONFIGS, DeviceError, entry_config
 from memops.core.locks import Busy
 from memops.data.problems import DataError
 from memops.train.config import TrainConfig  # importing it registers the schema with Hydra
@@ -19,8 +19,11 @@ from memops.train.dry_run import describe, training_plan
 from memops.train.recipe import AdapterExists, DiskFull, train_adapter
 from memops.train.tracking import TrackerError
 
+CONFIG = "train"
+"""The config this command composes unless ``--config-name`` names another."""
 
-@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name="train")
+
+@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name=CONFIG)
 def main(raw: DictConfig) -> None:
     cfg: TrainConfig = entry_config(raw)
     if cfg.dry_run:
@@ -28,8 +31,8 @@ def main(raw: DictConfig) -> None:
         return
     try:
         manifest = train_adapter(cfg, overrides=list(HydraConfig.get().overrides.task))
-    except (AdapterExists, Busy, DiskFull, FileNotFoundError, DataError, TrackerError) as exc:
-        print(f"train.py: {exc}", file=sys.stderr)
+    except (AdapterExists, Busy, DeviceError, DiskFull, FileNotFoundError, DataError, TrackerError) as exc:
+        print(f"memops train: {exc}", file=sys.stderr)
         sys.exit(2)
     if manifest is None:  # not rank 0
         return

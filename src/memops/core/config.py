@@ -58,6 +58,26 @@ def auto_recipe(model: Any) -> tuple[str, str]:
     return model.cpu_recipe, f"no CUDA device, so model {model.name}'s CPU recipe (recipe=gpu overrides)"
 
 
+class DeviceError(RuntimeError):
+    """A run this machine cannot carry: a GPU model where there is no GPU."""
+
+
+def check_device(cfg: Any) -> None:
+    """Refuse, before any work, to train or serve a model that has no CPU recipe (a GPU model:
+    Qwen2.5-14B) on a machine without CUDA; ``allow_cpu=true`` forces it. Without this, such a
+    run builds datasets, starts a 27.5 GiB download and fails hours later, or crawls."""
+    if cfg.allow_cpu or cfg.model.cpu_recipe:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    raise DeviceError(
+        f"model {cfg.model.name} has no CPU recipe and this machine has no CUDA device: run it on a "
+        "GPU machine (memops preflight checks one), or pass allow_cpu=true to run it here anyway"
+    )
+
+
 def compose(name: str, overrides: list[str]) -> Any:
     """The raw config an entry script would get from ``configs/<name>.yaml`` and these overrides,
     ``recipe=auto`` decided: inside a running Hydra app (its own config dir included) or outside."""
@@ -91,13 +111,49 @@ def compose_config(name: str, overrides: list[str]) -> Any:
     return OmegaConf.to_object(compose(name, overrides))
 
 
+class ConfigError(ValueError):
+    """A config the user gave that cannot be composed or fails its schema's checks; its message
+    is one line that names the field."""
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception and its cause as one line: Hydra's and OmegaConf's messages span several
+    (the override, then the key and the schema it is missing from)."""
+    lines = [str(e).strip().splitlines()[0].rstrip(".") for e in (exc, exc.__cause__) if e and str(e).strip()]
+    return ": ".join(dict.fromkeys(lines)) or type(exc).__name__
+
+
+def validate(name: str, overrides: list[str]) -> None:
+    """Compose ``configs/<name>.yaml`` with these overrides and build its typed config, raising
+    ``ConfigError`` with one line on the first problem; nothing else is done (``recipe=auto``
+    stays undecided, no device is looked at)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+            OmegaConf.to_object(hydra_compose(name, overrides=overrides))
+    except (HydraException, OmegaConfBaseException, ValueError) as exc:
+        raise ConfigError(one_line(exc)) from exc
+
+
 def entry_config(raw: Any) -> Any:
-    """The typed config of the running ``@hydra.main`` entry script, ``recipe=auto`` decided."""
+    """The typed config of the running ``@hydra.main`` entry script, ``recipe=auto`` decided. A
+    field its schema refuses ends the command with one line naming it, not a traceback."""
+    import sys
+
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
 
     hydra = HydraConfig.get()
-    return OmegaConf.to_object(resolve_recipe(raw, hydra.job.config_name, list(hydra.overrides.task)))
+    try:
+        return OmegaConf.to_object(resolve_recipe(raw, hydra.job.config_name, list(hydra.overrides.task)))
+    except (OmegaConfBaseException, ValueError) as exc:
+        sys.exit(f"memops {hydra.job.name.replace('_', '-')}: {one_line(exc)}")
 
 
 def write_config(path: Path, entry: str, config: Any, by: str) -> None:

@@ -55,6 +55,26 @@ def run_dir(runs_dir: str | Path, run: str) -> Path:
     return Path(runs_dir) / run
 
 
+def saw_trajectory(adapter_fold: str, trajectory: str) -> bool:
+    """Whether an adapter trained on fold ``adapter_fold`` had ``trajectory`` in its training
+    data: fold ``all`` has every trajectory, fold ``synthetic`` none, and a trajectory's fold
+    every trajectory but its own. Scoring it on one it saw is a leak."""
+    if adapter_fold == ALL:
+        return True
+    return adapter_fold != SYNTHETIC and adapter_fold != trajectory
+
+
+def adapter_fold(path: str | Path) -> str | None:
+    """The fold an adapter was trained on: its manifest's ``config.fold`` where the folder is
+    readable here, else the layout's ``<model>/<fold>/<op>``; None when neither says."""
+    folder = Path(path)
+    try:
+        return str(json.loads((folder / ADAPTER_MANIFEST).read_text())["config"]["fold"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return folder.parent.name if len(folder.parts) >= 3 else None
+
+
 def adapter_finished(path: str | Path) -> bool:
     """The one readiness rule for an adapter: its manifest, which train.py writes last."""
     return (Path(path) / ADAPTER_MANIFEST).exists()

@@ -68,6 +68,47 @@ def model_config(name: str) -> ModelConfig:
     return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ModelConfig), OmegaConf.load(path)))
 
 
+BASE_FILES = ["*.json", "*.safetensors", "tokenizer*", "*.txt", "*.model", "*.tiktoken"]
+"""What a hub base is fetched with: config, safetensors weights and tokenizer; never pickles."""
+
+
+def on_hub(cfg: ModelConfig) -> bool:
+    """The base is a Hub id: not a build of the project's and not a folder on this machine."""
+    return cfg.build is None and not Path(cfg.path).exists()
+
+
+def hub_cache(hf_home: str | None = None) -> Path:
+    """The Hugging Face hub cache: ``<hf_home>/hub`` when given, else the one huggingface_hub
+    resolves from the environment (``HF_HUB_CACHE``, ``HF_HOME``)."""
+    if hf_home:
+        return Path(hf_home).expanduser() / "hub"
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
+
+
+def base_cached(cfg: ModelConfig, hf_home: str | None = None) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(cfg.path, "config.json", cache_dir=hub_cache(hf_home))
+    return isinstance(found, str)
+
+
+def hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+
+
+def check_base(cfg: ModelConfig) -> None:
+    """With the Hub offline (as Slurm jobs run), a Hub base must already be in the cache: say so
+    at once, with the fix, rather than deep inside transformers' download code."""
+    if on_hub(cfg) and hub_offline() and not base_cached(cfg):
+        raise FileNotFoundError(
+            f"base {cfg.path} is not in the Hugging Face cache at {hub_cache()} and the Hub is offline "
+            f"(HF_HUB_OFFLINE=1): fetch it first with memops make-model {cfg.name} (the Slurm prepare "
+            "job does), or give model.path=<a local folder>"
+        )
+
+
 def require_safetensors(path: str | Path) -> None:
     """Refuse a local model directory without safetensors weights, naming what it holds instead:
     a pickled checkpoint can run code when loaded, so it is never a fallback."""
@@ -102,6 +143,7 @@ def load_model(cfg: ModelConfig):  # -> (model, tokenizer)
     fsdp = os.environ.get("ACCELERATE_USE_FSDP", "false").lower() in ("1", "true")
     on_gpu = torch.cuda.is_available() and not fsdp
     device_map = {"": PartialState().local_process_index} if on_gpu else None
+    check_base(cfg)
     require_safetensors(cfg.path)
     model = AutoModelForCausalLM.from_pretrained(
         cfg.path,

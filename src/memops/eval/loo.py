@@ -12,6 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from memops.core.config import check_device
 from memops.core.files import write_atomic
 from memops.core.layout import adapter_finished, adapters_path, run_dir, test_file
 from memops.core.locks import exclusive
@@ -24,7 +25,7 @@ from memops.eval.harness import ask_replays, load_test, replay_fold, score_fold
 from memops.eval.plan import check_trained_as, steps
 from memops.eval.records import Records, RecordsError
 from memops.eval.report import build_report
-from memops.operators.backends.factory import ServedBackend, open_backend
+from memops.operators.backends.factory import ServedBackend, check_given_server, open_backend
 from memops.operators.backends.hf import HFBackend
 from memops.operators.backends.symbolic import SymbolicBackend
 from memops.operators.learned import LearnedOperators, mode_adapter
@@ -68,12 +69,17 @@ def check_datasets(cfg: LooConfig) -> None:
 
 
 def train_adapters(cfg: LooConfig, pairs: list[tuple[str, str]]) -> None:
-    """Train each ``(fold, op)`` adapter of ``pairs`` on its fold, here, one after another."""
-    from memops.train.recipe import train_adapter
+    """Train each ``(fold, op)`` adapter of ``pairs`` on its fold, one after another: in this
+    process on a CPU, in a child process on a GPU, which this process then hands to the backend
+    (a vLLM server takes most of its memory)."""
+    import torch
 
+    from memops.train.recipe import train_adapter, train_in_child
+
+    train = train_in_child if torch.cuda.is_available() else train_adapter
     for fold, op in pairs:
         print(f"{fold}: training the {op} adapter", flush=True)
-        manifest = train_adapter(train_config(cfg, fold, op))
+        manifest = train(train_config(cfg, fold, op))
         print(
             f"{fold}: {op} adapter: eval loss {manifest['eval_loss']:.4f}, {manifest['wall_seconds']:.0f} s"
         )
@@ -230,6 +236,8 @@ def timed(phases: dict[str, float], phase: str) -> Iterator[None]:
 def evaluate(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
     """The run, holding its folder's lock: two runs on one name once wrote duplicate records."""
     check_tracker(cfg.report_to)
+    if cfg.backend.kind != "symbolic":
+        check_device(cfg)
     out = run_dir(cfg.runs_dir, cfg.run)
     with exclusive(out / ".lock", "LOO run"):
         return _evaluate(cfg, out, overrides)
@@ -240,6 +248,7 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
     records = Records(out / "records.jsonl")
     began = time.perf_counter()
     phases = dict.fromkeys(PHASES, 0.0)
+    check_given_server(cfg.backend, cfg.served_adapters(), cfg.folds)
     trains = not cfg.adapters and cfg.backend.kind != "symbolic"
     plan = steps(cfg, trains)
     if plan.unbuilt:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memops.core.layout import ADAPTER_MANIFEST, adapter_finished, adapters_path, dataset_dir, unready
-from memops.core.models import ModelConfig
+from memops.core.models import ModelConfig, base_cached, on_hub
 from memops.eval.config import LooConfig
 from memops.operators.registry import adapters
 from memops.train.builds import built
@@ -37,7 +37,8 @@ class Plan:
     unbuilt: list[str]
     """Folds whose datasets must be built first."""
     base_missing: bool
-    """The project builds this base and it is not built yet."""
+    """The project builds this base and it is not built yet, or it is a Hub base that is not in
+    the Hugging Face cache yet."""
     untrained: list[tuple[str, str]]
     """(fold, op) adapters still to train, in the order the run's folds first need them."""
 
@@ -93,6 +94,7 @@ def steps(cfg: LooConfig, trains: bool = True) -> Plan:
     return Plan(
         ops=ops,
         unbuilt=unbuilt,
-        base_missing=bool(cfg.model.build) and not built(cfg.model.path),
+        base_missing=(bool(cfg.model.build) and not built(cfg.model.path))
+        or (on_hub(cfg.model) and not base_cached(cfg.model)),
         untrained=untrained,
     )

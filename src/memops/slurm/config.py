@@ -71,6 +71,10 @@ class SubmitConfig(LooConfig):
     accelerate_config: str | None = None
     """Multi-GPU training: ``ddp`` or ``fsdp_qlora`` (the shipped ``slurm/accelerate/<name>.yaml``) or
     the path of an accelerate config of your own; unset: one process."""
+    hf_home: str | None = None
+    """The cluster's Hugging Face home, on a filesystem every node sees: the prepare job fetches
+    a Hub base into it once, and the training and eval jobs read it with the Hub offline. Unset:
+    the jobs' own ``HF_HOME``. A base in a local folder (``model.path``) needs neither."""
     account: str | None = None
     python: str | None = None
     """The interpreter the jobs run; unset: the one running this script."""

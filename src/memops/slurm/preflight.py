@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memops.core.layout import ADAPTER_MANIFEST, OUTPUTS
-from memops.core.models import ModelConfig
+from memops.core.models import ModelConfig, base_cached, hub_cache, on_hub
 from memops.eval.plan import steps
 from memops.operators.backends.serve import ServerFailed, serve_env
 from memops.slurm.config import SubmitConfig
@@ -39,8 +39,13 @@ def cuda(cfg: SubmitConfig) -> list[Check]:
 
     if not torch.cuda.is_available():
         status = MISSING if needs_gpu(cfg) else NOTE
-        why = "the profile's jobs ask for GPUs" if needs_gpu(cfg) else "this profile runs on CPUs"
-        return [Check("GPU", status, f"no GPU: CUDA is not available to torch {torch.__version__} ({why})")]
+        why = (
+            "the profile's jobs ask for GPUs: run preflight on a GPU node (srun --gres=gpu:1 memops "
+            "preflight ...) for the GPU checks, and install a CUDA torch there (make venv GPU=1)"
+            if needs_gpu(cfg)
+            else "this profile runs on CPUs"
+        )
+        return [Check("GPU", status, f"no GPU: CUDA is not available to torch {torch.__version__}; {why}")]
     props = torch.cuda.get_device_properties(0)
     gib = props.total_memory / 2**30
     rows = [Check("GPU", OK, f"{props.name}, {gib:.0f} GiB, CUDA {torch.version.cuda}")]
@@ -85,7 +90,7 @@ def local_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def base_weights(model: ModelConfig) -> tuple[Check, int]:
+def base_weights(model: ModelConfig, hf_home: str | None = None) -> tuple[Check, int]:
     """Where the base will be read from, and the bytes it still needs on disk."""
     path = Path(model.path)
     planned = int((model.weights_gib or 0) * 2**30)
@@ -95,13 +100,13 @@ def base_weights(model: ModelConfig) -> tuple[Check, int]:
         return Check("base weights", OK, f"{path} ({local_size(path) / 2**30:.1f} GiB on disk)"), 0
     if model.build:
         return Check("base weights", NOTE, f"{path} is built by the project on first use ({model.build})"), 0
-    from huggingface_hub import try_to_load_from_cache
-
-    if isinstance(try_to_load_from_cache(model.path, "config.json"), str):
-        return Check("base weights", OK, f"{model.path} is in the Hugging Face cache"), 0
+    if base_cached(model, hf_home):
+        where = f"{model.path} is in the Hugging Face cache at {hub_cache(hf_home)}"
+        return Check("base weights", OK, where), 0
     size = f"{model.weights_gib} GiB" if model.weights_gib else "size unknown"
     detail = (
-        f"{model.path} is not on disk: it will be downloaded from the Hub ({size}); the nodes need access"
+        f"{model.path} is not in the cache at {hub_cache(hf_home)}: the prepare job downloads it once "
+        f"({size}; it needs the Hub), or give model.path=<a local folder>"
     )
     return Check("base weights", NOTE, detail), planned
 
@@ -125,6 +130,7 @@ def disk(cfg: SubmitConfig, base_bytes: int) -> Check:
         f"({len(plan.untrained)} adapters with {kept} checkpoints each"
         + (f", the base {base_bytes / 2**30:.1f} GiB" if base_bytes else "")
         + ")"
+        + ("" if status == OK else "; free space there, or set adapters_dir to a larger disk")
     )
     return Check("disk", status, detail)
 
@@ -132,7 +138,7 @@ def disk(cfg: SubmitConfig, base_bytes: int) -> Check:
 def slurm(cfg: SubmitConfig) -> Check:
     sbatch = shutil.which(cfg.sbatch)
     if sbatch is None:
-        return Check("Slurm", MISSING, f"no {cfg.sbatch} on PATH: jobs cannot be submitted from here")
+        return Check("Slurm", MISSING, f"no {cfg.sbatch} on PATH: run preflight where jobs are submitted")
     sinfo = str(Path(sbatch).with_name("sinfo"))
     try:
         done = subprocess.run([sinfo, "-h", "-o", "%P %a %D"], capture_output=True, text=True, timeout=20)
@@ -140,7 +146,8 @@ def slurm(cfg: SubmitConfig) -> Check:
         return Check("Slurm", MISSING, f"{sinfo} did not answer: {exc}")
     if done.returncode != 0:
         first = (done.stderr.strip().splitlines() or ["no message"])[0]
-        return Check("Slurm", MISSING, f"sinfo failed: {first[:160]}")
+        fix = "run preflight on the cluster's login node, where SLURM_CONF points at its controller"
+        return Check("Slurm", MISSING, f"sinfo failed: {first[:160]}; {fix}")
     partitions = ", ".join(done.stdout.split("\n")[:4]).strip(", ")
     return Check("Slurm", OK, f"{sbatch}; partitions: {partitions}")
 
@@ -182,11 +189,117 @@ def gpu_hours(cfg: SubmitConfig) -> Check:
     return Check("GPU-hours", NOTE, f"{booked:.0f} GPU-h booked by the jobs' time limits; {expected}")
 
 
+SHAPES = {"Qwen/Qwen2.5-14B-Instruct": (48, 8, 128)}
+"""Decoder layers, key/value heads and head size of the bases a profile names, from their
+``config.json``, for the KV cache while that file is not on this machine yet."""
+TRAIN_PEAK_GIB = {("qwen2.5-14b-instruct", 2048): 11.6}
+"""Peak GPU memory of one adapter's training, measured (``benchmarks/bench_train.py
+--model-shape``, docs/results.md), by base and row length."""
+SERVE_OVERHEAD_GIB = 2.0
+"""vLLM's own share beside the weights and the KV cache (CUDA graphs, activations), an estimate."""
+
+
+def shape(model: ModelConfig) -> tuple[int, int, int] | None:
+    """Layers, KV heads and head size: from the base's ``config.json`` where it is here, else the
+    table above."""
+    path = Path(model.path) / "config.json"
+    if not path.exists() and on_hub(model) and base_cached(model):
+        from huggingface_hub import try_to_load_from_cache
+
+        path = Path(str(try_to_load_from_cache(model.path, "config.json")))
+    if path.exists():
+        c = json.loads(path.read_text())
+        heads = c.get("num_key_value_heads", c["num_attention_heads"])
+        return c["num_hidden_layers"], heads, c.get("head_dim", c["hidden_size"] // c["num_attention_heads"])
+    return SHAPES.get(model.path)
+
+
+def gpu_memory(cfg: SubmitConfig) -> Check:
+    """What one GPU must hold: training's peak (the NF4 base, LoRA and its optimizer, activations
+    at the recipe's row length) and serving's (the bf16 base and one sequence's KV cache at the
+    served length, under vLLM's memory share)."""
+    import torch
+
+    length = cfg.op.max_length or 2048
+    train = TRAIN_PEAK_GIB.get((cfg.model.name, length))
+    weights = cfg.model.weights_gib
+    dims, served = shape(cfg.model), cfg.backend.serve.max_model_len or 32768
+    if weights is None or dims is None:
+        return Check("GPU memory", NOTE, f"no size known for {cfg.model.name}: set weights_gib in its config")
+    layers, kv_heads, head = dims
+    kv = 2 * layers * kv_heads * head * 2 * served / 2**30  # keys and values, bf16
+    serve = weights + kv + SERVE_OVERHEAD_GIB
+    train_said = f"training about {train:.1f} GiB (measured at {length}-token rows)" if train else ""
+    need = f"{train_said}{', ' if train_said else ''}serving about {serve:.1f} GiB "
+    need += f"({weights:.1f} bf16 base + {kv:.1f} KV cache at {served} tokens)"
+    if not torch.cuda.is_available():
+        return Check("GPU memory", NOTE, f"not checked without a GPU; the jobs need {need}")
+    total = torch.cuda.get_device_properties(0).total_memory / 2**30
+    share = total * cfg.backend.serve.gpu_memory_utilization
+    fits = serve <= share and (train is None or train <= total)
+    fix = "" if fits else "; raise resources.eval.gpus (tensor parallel) or lower backend.serve.max_model_len"
+    return Check("GPU memory", OK if fits else MISSING, f"{total:.0f} GiB, {share:.0f} for vLLM; {need}{fix}")
+
+
+def cache_disk(cfg: SubmitConfig, base_bytes: int) -> Check:
+    """Free space where a Hub base lands: the Hugging Face cache (``hf_home``), often another
+    filesystem than the outputs."""
+    if not on_hub(cfg.model):
+        return Check("cache disk", NOTE, f"{cfg.model.path} is not a Hub id: nothing is downloaded")
+    cache = hub_cache(cfg.hf_home)
+    probe = next(p for p in (cache, *cache.parents) if p.exists())
+    free = shutil.disk_usage(probe).free
+    fits = free > base_bytes
+    fix = "" if fits else "; point hf_home=<a larger shared disk> at one the nodes see"
+    detail = f"{free / 2**30:.0f} GiB free at {probe} for the base's {base_bytes / 2**30:.1f} GiB{fix}"
+    return Check("cache disk", OK if fits else MISSING, detail)
+
+
+def trajectories(cfg: SubmitConfig) -> Check:
+    """The annotations and commit exports of every fold the run scores, found where the run looks."""
+    sources = cfg.sources()
+    lost = [f for f in cfg.folds or [] if not (sources.annotation(f).exists() and sources.export(f).exists())]
+    if lost:
+        fix = "memops export-commits writes an export; memops build-data validate=true lists every problem"
+        return Check("trajectories", MISSING, f"no annotation or export for {', '.join(lost)}: {fix}")
+    return Check("trajectories", OK, f"{len(cfg.folds or [])} folds, each with its annotation and export")
+
+
+def attention(cfg: SubmitConfig) -> Check:
+    """The attention kernel the recipe trains with: ``varlen`` needs torch's flash-attention
+    varlen kernel, which only CUDA runs."""
+    import torch
+
+    if cfg.packed_attention != "varlen":
+        return Check("attention", OK, f"packed_attention={cfg.packed_attention}")
+    try:
+        from torch.nn.attention.varlen import varlen_attn  # noqa: F401
+    except ImportError:
+        fix = (
+            "install a torch with torch.nn.attention.varlen (2.9 or later), or set packed_attention=segments"
+        )
+        return Check("attention", MISSING, f"torch {torch.__version__} has no varlen attention: {fix}")
+    if not torch.cuda.is_available():
+        return Check(
+            "attention", NOTE, "packed_attention=varlen is in torch here; its kernel runs on the GPU nodes"
+        )
+    return Check(
+        "attention", OK, f"packed_attention=varlen: torch {torch.__version__}'s flash-attention kernel"
+    )
+
+
 def preflight(cfg: SubmitConfig) -> list[Check]:
     rows = cuda(cfg)
-    rows.append(serving(cfg))
-    weights, base_bytes = base_weights(cfg.model)
-    rows += [weights, disk(cfg, base_bytes), slurm(cfg), gpu_hours(cfg)]
+    rows += [gpu_memory(cfg), attention(cfg), serving(cfg)]
+    weights, base_bytes = base_weights(cfg.model, cfg.hf_home)
+    rows += [
+        weights,
+        cache_disk(cfg, base_bytes),
+        disk(cfg, 0),
+        trajectories(cfg),
+        slurm(cfg),
+        gpu_hours(cfg),
+    ]
     return rows
 
 

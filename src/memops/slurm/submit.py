@@ -28,6 +28,7 @@ from pathlib import Path
 
 from memops.core.config import shared, write_config
 from memops.core.layout import run_dir
+from memops.core.models import base_cached, on_hub
 from memops.data.config import DataConfig
 from memops.eval.config import LooConfig
 from memops.eval.plan import AdapterMismatch, steps
@@ -159,6 +160,8 @@ def plan(cfg: SubmitConfig) -> Submission:
         planned = steps(cfg, trains=not cfg.adapters)
     except AdapterMismatch as exc:
         raise SubmitError(str(exc)) from exc
+    if on_hub(cfg.model):  # in the cluster's cache, not this shell's
+        planned = replace(planned, base_missing=not base_cached(cfg.model, cfg.hf_home))
     missing = planned.missing(cfg.model)
     prepare: list[tuple[str, int | None]] = []
     if missing and cfg.prepare:
@@ -193,6 +196,10 @@ def dependencies(job: Job, ids: dict[str, str]) -> list[str]:
 
 def export(cfg: SubmitConfig, job: Job) -> str:
     env = {"MEMOPS_PYTHON": cfg.python or sys.executable}
+    if cfg.hf_home:
+        env["HF_HOME"] = str(Path(cfg.hf_home).expanduser().resolve())
+    if on_hub(cfg.model) and job.step != "prepare":
+        env["HF_HUB_OFFLINE"] = "1"  # the prepare job fetched the base; no job downloads it again
     if job.step == "train" and cfg.accelerate_config:
         env["MEMOPS_ACCELERATE_CONFIG"] = str(accelerate_config(cfg.accelerate_config))
     bad = [f"{k}={v}" for k, v in env.items() if "," in v]

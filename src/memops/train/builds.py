@@ -1,4 +1,4 @@
-"""Models the project builds itself, by builder name.
+"""Models the project builds itself, by builder name, and Hub bases fetched into the cache.
 
 A model config says how its weights come to exist (``build: tiny`` or ``build: smollm2``);
 ``train.py``, ``memops loo``, the Slurm prepare job and ``memops make-model`` all call
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memops.core.models import ModelConfig
+from memops.core.models import BASE_FILES, ModelConfig, base_cached, check_base, hub_cache, on_hub
 
 
 def _tiny(out: Path, force: bool) -> Path:
@@ -32,9 +32,25 @@ def built(path: str | Path) -> bool:
     return (Path(path) / "build.json").exists()
 
 
+def fetch_base(cfg: ModelConfig) -> Path:
+    """Download a Hub base into the Hugging Face cache (config, safetensors, tokenizer) and check
+    what arrived: the one download a cluster makes, in its prepare job."""
+    from huggingface_hub import snapshot_download
+
+    check_base(cfg)  # offline: fail with the fix instead of a download error
+    print(f"fetching {cfg.path} into {hub_cache()} (safetensors only)", flush=True)
+    folder = Path(snapshot_download(repo_id=cfg.path, allow_patterns=BASE_FILES))
+    if not (folder / "config.json").is_file() or not any(folder.glob("*.safetensors")):
+        raise FileNotFoundError(f"{cfg.path}: the download at {folder} has no config.json or safetensors")
+    return folder
+
+
 def ensure_model(cfg: ModelConfig, force: bool = False) -> None:
-    """Build ``cfg.path`` with its builder when it is missing (or always, with ``force``)."""
+    """Build ``cfg.path`` with its builder when it is missing (or always, with ``force``); fetch a
+    Hub base into the cache when it is not there yet."""
     if cfg.build is None:
+        if on_hub(cfg) and (force or not base_cached(cfg)):
+            fetch_base(cfg)
         return
     if cfg.build not in BUILDERS:
         raise ValueError(f"model.build={cfg.build!r}; expected one of {', '.join(BUILDERS)}")

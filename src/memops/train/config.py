@@ -104,6 +104,10 @@ class TrainingRun(RunConfig):
     one not listed here). Fields this config already names (``max_steps``, ``seed``, the
     ``*_steps``, ``op.*``) are set there; naming them here too is refused."""
 
+    allow_cpu: bool = False
+    """Train (and, in a LOO run, serve) a model that has no CPU recipe on a machine without
+    CUDA, which is otherwise refused before any work (``core.config.check_device``)."""
+
     runs_here: ClassVar[bool] = True
     """Training runs on this machine, so ``recipe=auto`` reads this machine's devices."""
 

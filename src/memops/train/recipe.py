@@ -19,6 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from memops.core.config import check_device
 from memops.core.determinism import deterministic_cpu
 from memops.core.layout import (
     ADAPTER_MANIFEST,
@@ -256,11 +257,36 @@ def train_adapter(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[
     """Train and save one adapter; returns its manifest (None on the other ranks of a multi-GPU run).
     One training per adapter folder at a time: the first rank holds the folder's lock."""
     check_tracker(cfg.report_to)
+    check_device(cfg)
     out = adapter_dir(cfg)
     first_rank = int(os.environ.get("RANK", "0")) == 0
     lock = exclusive(out.parent / f".{out.name}.lock", "training of this adapter")
     with lock if first_rank else contextlib.nullcontext():
         return _train(cfg, out, overrides)
+
+
+class TrainingFailed(RuntimeError):
+    pass
+
+
+def train_in_child(cfg: TrainConfig) -> dict[str, Any]:
+    """Train one adapter in a child process (``python -m memops.train`` on ``cfg`` written as a
+    config file) and return its manifest. A process that goes on to start a vLLM server on the
+    same GPU trains this way: the child's CUDA memory is the driver's again when it exits, where
+    the caching allocator of an in-process training would keep it from the server."""
+    import subprocess
+    import tempfile
+
+    from memops.core.config import write_config
+
+    with tempfile.TemporaryDirectory(prefix="memops-train-") as configs:
+        write_config(Path(configs) / f"{cfg.op.name}.yaml", "train", cfg, by="memops loo")
+        argv = [sys.executable, "-m", "memops.train", "--config-dir", configs, "--config-name", cfg.op.name]
+        code = subprocess.run(argv, check=False).returncode
+    out = adapter_dir(cfg)
+    if code != 0 or not adapter_finished(out):
+        raise TrainingFailed(f"training the {cfg.op.name} adapter of fold {cfg.fold} exited with code {code}")
+    return json.loads((out / ADAPTER_MANIFEST).read_text())
 
 
 def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str, Any] | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
-from memops.core.layout import adapter_finished
+from memops.core.layout import adapter_finished, adapter_fold, saw_trajectory
 from memops.core.models import ModelConfig
 from memops.core.sessions import Episode
 from memops.operators.backends import Backend, BackendError, Completion, Odds, Probe, Request
@@ -119,6 +119,41 @@ class ServedBackend:
         return info
 
 
+def check_given_server(cfg: BackendConfig, needs: Sequence[str], folds: Sequence[str]) -> None:
+    """With ``backend.url``: what that server serves, checked before a run builds or trains
+    anything for it (``check_served``)."""
+    if cfg.kind == "vllm" and cfg.url:
+        client = VLLMBackend(cfg.url, os.environ.get("VLLM_API_KEY", "EMPTY"), timeout_s=cfg.timeout_s)
+        check_served(cfg.url, client.served_adapters(), needs, folds)
+
+
+def check_served(url: str, served: Mapping[str, str], needs: Sequence[str], folds: Sequence[str]) -> None:
+    """A server someone else started serves what it serves: refuse it unless it lists every
+    adapter the run needs and none of them was trained on a fold it is about to score. The fold
+    an adapter was trained on comes from its manifest, or from its folder's place in the
+    adapters layout (``<model>/<fold>/<op>``)."""
+    missing = [name for name in needs if name not in served]
+    if missing:
+        raise BackendError(
+            f"{url} does not serve the adapters {missing} (it serves {sorted(served) or 'none'}): "
+            "start it with --lora-modules " + " ".join(f"{n}=<dir>" for n in needs)
+        )
+    for name in needs:
+        trained = adapter_fold(served[name]) if served[name] else None
+        if trained is None:
+            raise BackendError(
+                f"{url} serves adapter {name} from {served[name] or 'an unnamed path'}: cannot tell which "
+                "fold it was trained on; serve the adapters from the folders memops train writes"
+            )
+        for fold in folds:
+            if saw_trajectory(trained, fold):
+                raise BackendError(
+                    f"fold {fold}: the served adapter {name} ({served[name]}) was trained on fold "
+                    f"{trained}, whose training data hold {fold}; serve fold {fold}'s own adapters "
+                    "(or the synthetic fold's) to score it"
+                )
+
+
 @contextmanager
 def open_backend(
     cfg: BackendConfig,
@@ -154,7 +189,9 @@ def open_backend(
         return
     if cfg.url:
         key = os.environ.get("VLLM_API_KEY", "EMPTY")
-        yield ServedBackend(VLLMBackend(cfg.url, key, cfg.concurrency, cfg.timeout_s))
+        client = VLLMBackend(cfg.url, key, cfg.concurrency, cfg.timeout_s)
+        check_served(cfg.url, client.served_adapters(), needs, [e.id for e in episodes])
+        yield ServedBackend(client)
         return
     with VLLMServer(serving(cfg, model), dirs, log) as server:
         client = VLLMBackend(

@@ -54,6 +54,16 @@ class VLLMBackend:
     def complete(self, requests: Sequence[Request]) -> list[Completion]:
         return asyncio.run(self._all(requests))
 
+    def served_adapters(self) -> dict[str, str]:
+        """The LoRA modules the server lists, by name, with the path each was loaded from
+        (``root`` in vLLM's ``/v1/models``)."""
+        listed = asyncio.run(self._listed(self._client()))
+        return {m["id"]: str(m.get("root") or "") for m in listed if m.get("parent") is not None}
+
+    @staticmethod
+    async def _listed(client: AsyncOpenAI) -> list[dict[str, Any]]:
+        return [m.model_dump() async for m in client.models.list()]
+
     def probe(self, probes: Sequence[Probe]) -> list[Odds]:
         """Each option's tokens read teacher-forced, through the completions endpoint on token
         ids: one request per option, its prompt the tokens the options share, decoded along the
@@ -169,7 +179,7 @@ class VLLMBackend:
         return reply.json()["tokens"]
 
     async def _base(self, client: AsyncOpenAI) -> str:
-        listed = [m.model_dump() async for m in client.models.list()]
+        listed = await self._listed(client)
         bases = [m["id"] for m in listed if m.get("parent") is None]
         if len(bases) != 1:
             raise BackendError(
