@@ -8,10 +8,11 @@ from pathlib import Path
 
 from tests.conftest import PACKAGE
 
-LAYERS = ("memory", "core", "operators", "data", "train", "eval", "slurm", "cli")
+LAYERS = ("memory", "core", "operators", "data", "train", "eval", "slurm", "track", "cli")
 """Lowest first: the engine, the shared records and layout, the operators, the data builders,
-training, the evaluation harness (which trains what it lacks), the Slurm submitter, and the
-``memops`` command on top. A package's ``__main__.py`` is an entry point, not part of its layer."""
+training, the evaluation harness (which trains what it lacks), the Slurm submitter, the memory
+as a component, and the ``memops`` command on top. A package's ``__main__.py`` is an entry
+point, not part of its layer."""
 
 
 def imported_layers(path: Path) -> set[str]:

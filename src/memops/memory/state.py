@@ -335,13 +335,16 @@ class StateMemory:
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=1)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], judge: Judge = keep_current) -> StateMemory:
+    def from_dict(
+        cls, data: dict[str, Any], judge: Judge = keep_current, decide: Decide | None = None
+    ) -> StateMemory:
         """Load a saved memory, checking the invariants the engine keeps (a hand-edited or
-        corrupt file fails here, naming the entry, not later as a wrong answer)."""
+        corrupt file fails here, naming the entry, not later as a wrong answer). ``judge`` and
+        ``decide`` are its operators, as the constructor takes them: a file holds state, not code."""
         version = data.get("version")
         if type(version) is not int or version != JSON_VERSION:
             raise ValueError(f"memory JSON version {version!r}; expected {JSON_VERSION}")
-        mem = cls(judge=judge)
+        mem = cls(judge=judge, decide=decide)
         for e, raw in enumerate(data["entries"]):
             entry = Entry(Key(**raw["key"]))
             if entry.key in mem._entries:
@@ -377,8 +380,8 @@ class StateMemory:
         return mem
 
     @classmethod
-    def from_json(cls, text: str, judge: Judge = keep_current) -> StateMemory:
-        return cls.from_dict(json.loads(text), judge=judge)
+    def from_json(cls, text: str, judge: Judge = keep_current, decide: Decide | None = None) -> StateMemory:
+        return cls.from_dict(json.loads(text), judge=judge, decide=decide)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, StateMemory):

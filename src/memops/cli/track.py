@@ -1,0 +1,126 @@
+"""The memory of a git repository nobody annotated: memops track <repository> --catalog <yaml>
+
+Each commit of the branch becomes a note (subject, body, touched files, author time); learned
+extraction reads it against the slot catalog and the engine writes what it says. The memory is
+kept in ``<out>/memory.json`` (default ``outputs/track/<repository name>/``) after every commit,
+so an interrupted run resumes, and a second run reads only the commits it has not seen. A
+history that was rewritten under it (a commit it read is no longer on the branch) is reported
+and refused; ``--reset`` starts over. The state is printed and written as ``state.md`` and
+``state.json``, every value with its commit.
+
+    memops track ~/src/mylib --catalog python-project                 # the shipped example catalog
+    memops track ~/src/mylib --catalog slots.yaml --adapters outputs/adapters/smollm2-135m-instruct/all \\
+        --model smollm2-135m-instruct --since 2024-01-01
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+from tqdm import tqdm
+
+from memops.core.files import write_atomic
+from memops.core.layout import OUTPUTS, adapters_path
+from memops.data.problems import DataError
+from memops.operators.backends import BackendError
+from memops.operators.learned import EXTRACT_MODES
+from memops.track.git import GitError, commits, is_ancestor
+from memops.track.memory import InputError, ProjectMemory, open_memory
+
+
+def state_json(memory: ProjectMemory) -> dict[str, object]:
+    """Every key's current value with its commit, time and evidence, and what is contested."""
+    keys = []
+    for entry in memory.state.entries():
+        if entry.current is None:
+            continue
+        best = entry.current.best
+        keys.append(
+            {
+                "key": f"{entry.key.entity}.{entry.key.slot}",
+                "branch": entry.key.branch,
+                "env": entry.key.env,
+                "value": best.value,
+                "commit": best.evidence.commit,
+                "at": best.at.isoformat(),
+                "evidence": best.evidence.type,
+                "contested": [
+                    {"value": i.value, "commit": i.best.evidence.commit, "at": i.best.at.isoformat()}
+                    for i in entry.contested()
+                ],
+            }
+        )
+    return {"commits": len(memory.seen), "keys": keys}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        prog="memops track", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("repository", type=Path)
+    parser.add_argument("--catalog", required=True, help="a catalog YAML, or a shipped one: python-project")
+    parser.add_argument("--branch", default="HEAD", help="the branch (or any revision) to follow")
+    parser.add_argument("--since", help="only commits authored since this date (git's --since)")
+    parser.add_argument("--until", help="only commits authored until this date (git's --until)")
+    parser.add_argument("--adapters", type=Path, help="a fold's adapters (default: the model's all fold)")
+    parser.add_argument("--model", default="tiny", help="the base the adapters were trained on")
+    parser.add_argument("--backend", default="hf", choices=("hf", "vllm"))
+    parser.add_argument("--engine", default="learned", choices=("learned", "hybrid"))
+    parser.add_argument("--extract", default="two-stage-overlap", choices=EXTRACT_MODES)
+    parser.add_argument("--out", type=Path, help="default: outputs/track/<repository name>")
+    parser.add_argument("--budget", type=int, default=1700, help="characters of the printed state")
+    parser.add_argument("--reset", action="store_true", help="forget the saved memory and start over")
+    parser.add_argument("overrides", nargs="*", help="overrides of the model and backend (model.path=...)")
+    args = parser.parse_args()
+    repo = args.repository.expanduser().resolve()
+    out = args.out or Path(OUTPUTS) / "track" / repo.name
+    saved = out / "memory.json"
+    adapters = args.adapters or adapters_path(Path(OUTPUTS) / "adapters", args.model, "all")
+    try:
+        history = commits(repo, args.branch, args.since, args.until)
+        load = saved if saved.exists() and not args.reset else None
+        if load:
+            seen = json.loads(saved.read_text())["seen"]
+            gone = [sha for sha in seen if not is_ancestor(repo, sha, args.branch)]
+            if gone:
+                raise InputError(
+                    f"{repo}: {len(gone)} commit(s) this memory read are no longer on {args.branch} "
+                    f"(first: {gone[0][:9]}): its history was rewritten; --reset reads it again"
+                )
+        with open_memory(
+            args.engine,
+            adapters=adapters,
+            backend=args.backend,
+            model=args.model,
+            extract=args.extract,
+            catalog=args.catalog,
+            load=load,
+            overrides=args.overrides,
+            log=out / "serve.log",
+        ) as memory:
+            new = [c for c in history if c.sha not in set(memory.seen)]
+            print(f"{repo.name}: {len(history)} commits on {args.branch}, {len(new)} new", flush=True)
+            actions: Counter[str] = Counter()
+            failed = 0
+            for commit in tqdm(new, desc="commits", unit="commit", disable=not sys.stderr.isatty()):
+                result = memory.add_note(
+                    commit.text, commit.at, title=commit.subject, commit=commit.sha, files=commit.files
+                )
+                actions.update(d.action for d in result.decisions)
+                if result.error:
+                    failed += 1
+                    tqdm.write(f"{commit.sha[:9]}: {result.error}", file=sys.stderr)
+                memory.save(saved)
+            rendered = memory.render(args.budget)
+            write_atomic(out / "state.md", f"# {repo.name}\n\n{memory.render(10**9)}\n")
+            write_atomic(out / "state.json", json.dumps(state_json(memory), indent=1) + "\n")
+    except (BackendError, DataError, GitError, InputError, FileNotFoundError) as exc:
+        sys.exit(f"memops track: {exc}")
+    print(rendered)
+    said = ", ".join(f"{a} {n}" for a, n in sorted(actions.items())) or "no claim"
+    print(f"\n{len(new)} commits read: {said}; {failed} note(s) failed")
+    print(f"state: {out / 'state.md'}, {out / 'state.json'}; memory: {saved}")

@@ -1,0 +1,15 @@
+"""The learned memory as a component: ``open_memory`` and ``ProjectMemory`` (a project memory
+with its operators, fed notes and asked for state), and ``memops track`` (a git repository's
+history through it)."""
+
+from memops.track.memory import (
+    Change,
+    InputError,
+    KeyState,
+    NoteResult,
+    ProjectMemory,
+    load_catalog,
+    open_memory,
+)
+
+__all__ = ["Change", "InputError", "KeyState", "NoteResult", "ProjectMemory", "load_catalog", "open_memory"]

@@ -1,0 +1,72 @@
+"""A git repository's history as the notes a project memory reads: one note per commit, its
+subject and body as the text, its touched files, its author time with the author's offset.
+
+One ``git log`` call (an argument list) reads the whole range, oldest first in the order the
+commits landed: parents before children.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+GIT_TIMEOUT_S = 300
+RECORD, FIELD = "\x1e", "\x00"
+
+
+class GitError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    at: str
+    """Author date, ISO 8601 with the author's offset."""
+    subject: str
+    body: str
+    files: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return f"{self.subject}\n\n{self.body}".strip()
+
+
+def git(repo: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise GitError(f"{repo}: git {' '.join(args[:2])} failed: {exc}") from exc
+    if done.returncode != 0:
+        raise GitError(f"{repo}: git {' '.join(args[:2])}: {done.stderr.strip() or 'failed'}")
+    return done.stdout
+
+
+def commits(
+    repo: Path, branch: str = "HEAD", since: str | None = None, until: str | None = None
+) -> list[Commit]:
+    """The commits of ``branch`` (author dates ``since``/``until`` as git reads them), oldest first."""
+    fmt = f"--format={RECORD}%H{FIELD}%aI{FIELD}%s{FIELD}%b{FIELD}"
+    dates = [*([f"--since={since}"] if since else []), *([f"--until={until}"] if until else [])]
+    walk = ["--reverse", "--topo-order", "--no-renames", "--name-only"]
+    out = git(repo, "log", *walk, fmt, *dates, branch, "--")
+    found = []
+    for record in out.split(RECORD)[1:]:
+        sha, at, subject, body, names = record.split(FIELD, 4)
+        files = tuple(line for line in names.splitlines() if line.strip())
+        found.append(Commit(sha, at, subject.strip(), body.strip(), files))
+    return found
+
+
+def is_ancestor(repo: Path, sha: str, branch: str) -> bool:
+    """Whether ``sha`` is still in ``branch``'s history (a rewritten history drops it)."""
+    done = subprocess.run(
+        ["git", "-C", str(repo), "merge-base", "--is-ancestor", sha, branch],
+        capture_output=True,
+        text=True,
+        timeout=GIT_TIMEOUT_S,
+    )
+    return done.returncode == 0

@@ -1,0 +1,328 @@
+"""A project memory with its operators, as a user holds it: feed it notes, ask it for state.
+
+``open_memory`` brings up the operators (the rules, or adapters on the ``hf`` or ``vllm``
+backend) and yields a ``ProjectMemory``; leaving the block stops the backend. Each note goes
+through extraction, then every claim through the engine, where the learned ``update`` and
+``compare`` decide at keys that already hold a value (``engine="learned"``) or the rules do
+(``engine="hybrid"``: learned ``compare`` only as the judge of exact ties).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from memops.core.files import write_atomic
+from memops.core.records import Catalog, CatalogEntry, Note
+from memops.data.problems import DataError, Problem, field_name, from_validation, line_of, yaml_with_lines
+from memops.memory import Claim, Decision, Key, StateMemory
+from memops.memory.claims import DEFAULT_BRANCH, DEFAULT_ENV, Timestamp
+from memops.operators.backends import BackendError
+from memops.operators.engine import MODES, LearnedDecide, LearnedJudge
+from memops.operators.learned import EXTRACT_MODES, ExtractMode, LearnedOperators
+
+SAVED_VERSION = 1
+
+
+class InputError(ValueError):
+    """Input the memory refuses, named by its field: a claim or a catalog with a bad field, a
+    saved file it cannot read, a note without a catalog to read it against."""
+
+
+CATALOGS = Path(__file__).resolve().parents[1] / "data" / "catalogs"
+"""Shipped catalogs, named without ``.yaml``: ``python-project``."""
+
+
+def load_catalog(path: str | Path) -> Catalog:
+    """A slot catalog from YAML: a list of ``{entity, slot, description}``, or a mapping with
+    that list under ``catalog`` (a trajectory annotation's own); a shipped one by its name. A
+    malformed slot is refused with the file, its line and the field (``DataError``)."""
+    shipped = CATALOGS / f"{path}.yaml"
+    path = shipped if not Path(path).exists() and shipped.is_file() else Path(path)
+    if not path.is_file():
+        raise DataError([Problem(path, None, "<file>", "no such catalog file")])
+    data, lines = yaml_with_lines(path)
+    rows, prefix = (data.get("catalog"), ("catalog",)) if isinstance(data, dict) else (data, ())
+    if not isinstance(rows, list) or not rows:
+        why = "expected a list of {entity, slot, description} (or one under catalog:)"
+        raise DataError([Problem(path, line_of(lines, prefix), field_name(prefix), why)])
+    entries, problems = [], []
+    for i, row in enumerate(rows):
+        try:
+            entries.append(CatalogEntry.model_validate(row))
+        except ValidationError as exc:
+            problems += from_validation(exc, path, lines, (*prefix, i))
+    if problems:
+        raise DataError(problems)
+    return Catalog(name=path.stem, entries=tuple(entries))
+
+
+def field_of(exc: ValidationError) -> str:
+    """The first failing field of a pydantic error and why, on one line."""
+    error = exc.errors()[0]
+    where = ".".join(str(p) for p in error["loc"]) or "<value>"
+    return f"{where}: {error['msg']}"
+
+
+@dataclass(frozen=True)
+class NoteResult:
+    """What one note did to the memory."""
+
+    note: Note
+    claims: list[Claim]
+    """The claims written: extracted from the note, or given."""
+    decisions: list[Decision]
+    """One per claim: ``action`` (add, merge, supersede, contested), the key, the value it
+    replaced or contested (``previous``) and the engine's ``reason``."""
+    error: str | None = None
+    """Why the note failed (its backend call failed, or no claim parsed): the memory is as
+    before this note."""
+
+
+@dataclass(frozen=True)
+class KeyState:
+    value: str
+    """The current value at the key."""
+    status: str
+    """``current``, or ``contested`` when lower-scored values are held beside it."""
+    claim: Claim
+    """The current value's best-supported claim: its evidence, commit and time."""
+    contested: list[Claim]
+
+
+@dataclass(frozen=True)
+class Change:
+    """The value a key took, when and why: its first value, then each supersede."""
+
+    at: datetime
+    value: str
+    commit: str | None
+    source: str | None
+    reason: str
+
+
+@dataclass
+class ProjectMemory:
+    """The engine with its operators. ``engine``: ``symbolic`` (claims are given, the rules
+    decide), ``learned`` or ``hybrid`` (notes are read by learned extraction)."""
+
+    engine: str = "symbolic"
+    ops: LearnedOperators | None = None
+    extract: ExtractMode = "two-stage-overlap"
+    catalog: Catalog | None = None
+    state: StateMemory = field(default_factory=StateMemory)
+    failures: Counter[str] = field(default_factory=Counter)
+    """Answers of the learned decisions that did not parse, per operator (the engine then kept
+    the claim contested)."""
+    seen: list[str] = field(default_factory=list)
+    """The ids of the notes fed so far, in order (``memops track`` keeps commit hashes here)."""
+
+    def __post_init__(self) -> None:
+        if self.engine not in MODES:
+            raise InputError(f"engine={self.engine!r}; expected one of {', '.join(MODES)}")
+        if self.engine != "symbolic" and self.ops is None:
+            raise InputError(
+                f"engine={self.engine} reads notes with learned operators: open it with adapters"
+            )
+        if self.extract not in EXTRACT_MODES:
+            raise InputError(f"extract={self.extract!r}; expected one of {', '.join(EXTRACT_MODES)}")
+        # The engine's operators: a loaded state holds none (a file holds no code).
+        if self.engine == "learned":
+            self.state.decide = LearnedDecide(self.ops, self.failures)  # type: ignore[arg-type]
+        elif self.engine == "hybrid":
+            self.state.judge = LearnedJudge(self.ops, self.failures)  # type: ignore[arg-type]
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def add_note(
+        self,
+        text: str,
+        at: str | datetime,
+        *,
+        title: str | None = None,
+        commit: str | None = None,
+        files: Sequence[str] = (),
+        branch: str | None = None,
+        env: str | None = None,
+        note_id: str | None = None,
+        claims: Sequence[Claim | dict[str, Any]] | None = None,
+        catalog: Catalog | None = None,
+    ) -> NoteResult:
+        """Read a note and write what it says. Its claims are extracted against ``catalog`` (or
+        the memory's) unless given; ``branch`` and ``env`` scope every claim of the note."""
+        note_id = note_id or commit or f"note-{len(self.seen) + 1}"
+        first_line = text.strip().splitlines()[0][:120] if text.strip() else "(empty note)"
+        try:
+            note = Note(
+                id=note_id, at=at, commit=commit, title=title or first_line, text=text, files=tuple(files)
+            )
+        except ValidationError as exc:
+            raise InputError(f"note {note_id}: {field_of(exc)}") from exc
+        if claims is not None:
+            written = [self._claim(c, note, i) for i, c in enumerate(claims)]
+        else:
+            read = self._read(note, catalog or self.catalog)
+            if isinstance(read, str):
+                self.seen.append(note.id)
+                return NoteResult(note, [], [], read)
+            written = read
+        if branch or env:
+            scope = {"branch": branch or DEFAULT_BRANCH, "env": env or DEFAULT_ENV}
+            written = [c.model_copy(update=scope) for c in written]
+        decisions = [self.state.apply(c) for c in written]
+        self.seen.append(note.id)
+        return NoteResult(note, written, decisions)
+
+    def _claim(self, given: Claim | dict[str, Any], note: Note, i: int) -> Claim:
+        if isinstance(given, Claim):
+            return given
+        row = {"at": note.at, **given}
+        row.setdefault("evidence", {"type": "human-note", "commit": note.commit, "source": note.id})
+        try:
+            return Claim.model_validate(row)
+        except ValidationError as exc:
+            raise InputError(f"note {note.id}: claims[{i}].{field_of(exc)}") from exc
+
+    def _read(self, note: Note, catalog: Catalog | None) -> list[Claim] | str:
+        """The note's claims from learned extraction, or why there are none."""
+        if self.ops is None:
+            raise InputError(
+                "symbolic operators do not read notes: pass claims=[...], or open the memory with adapters"
+            )
+        if catalog is None:
+            raise InputError(f"note {note.id}: no slot catalog to read it against (catalog=...)")
+        try:
+            (extraction,) = self.ops.extract([(note, catalog)], self.extract)
+        except BackendError as exc:
+            return f"the backend failed on this note: {exc}"
+        if extraction.error and not extraction.claims:
+            return f"no claim parsed: {extraction.error}"
+        return [c.to_claim(note) for c in extraction.claims]
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def get(
+        self, entity: str, slot: str, branch: str = DEFAULT_BRANCH, env: str = DEFAULT_ENV
+    ) -> KeyState | None:
+        """The current value at a key and its status, or None when the memory holds none."""
+        current = self.state.current(entity, slot, branch, env)
+        if current is None:
+            return None
+        contested = self.state.contested(entity, slot, branch, env)
+        status = "contested" if contested else "current"
+        return KeyState(current.value, status, current, contested)
+
+    def history(
+        self, entity: str, slot: str, branch: str = DEFAULT_BRANCH, env: str = DEFAULT_ENV
+    ) -> list[Change]:
+        """The values the key took, in the order they were written: its first value, then every
+        supersede (rollbacks and restores included)."""
+        entry = self.state.entry(Key(entity, slot, branch, env))
+        if entry is None or not entry.items:
+            return []
+        first = entry.items[0].claims[0]
+        changes = [Change(first.at, first.value, first.evidence.commit, first.evidence.source, "first value")]
+        for t in self.state.transitions:
+            if t.key == entry.key:
+                changes.append(Change(t.at, t.new, t.commit, t.source, t.reason))
+        return changes
+
+    def value_at(
+        self, entity: str, slot: str, at: str | datetime, branch: str = DEFAULT_BRANCH, env: str = DEFAULT_ENV
+    ) -> str | None:
+        """The value the key held at a time: the last change dated at or before it."""
+        when = TypeAdapter(Timestamp).validate_python(at)
+        held = [c.value for c in self.history(entity, slot, branch, env) if c.at <= when]
+        return held[-1] if held else None
+
+    def render(self, budget: int = 1700) -> str:
+        return self.state.render(budget)
+
+    # -- saving -----------------------------------------------------------------------------
+
+    def save(self, path: str | Path) -> Path:
+        """Write the memory to ``path`` atomically: a crash leaves the old file or the new one."""
+        data = {
+            "version": SAVED_VERSION,
+            "engine": self.engine,
+            "extract": self.extract,
+            "catalog": self.catalog.model_dump(mode="json") if self.catalog else None,
+            "seen": self.seen,
+            "failures": dict(self.failures),
+            "state": self.state.to_dict(),
+        }
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return write_atomic(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path, ops: LearnedOperators | None = None) -> ProjectMemory:
+        """A saved memory, driven again by the operators it was saved with (``ops`` for a
+        learned or hybrid one)."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            if data.get("version") != SAVED_VERSION:
+                raise ValueError(f"version {data.get('version')!r}; expected {SAVED_VERSION}")
+            state = StateMemory.from_dict(data["state"])
+            catalog = Catalog.model_validate(data["catalog"]) if data["catalog"] else None
+        except (OSError, ValueError, KeyError, ValidationError) as exc:
+            raise InputError(f"{path}: not a saved memory ({exc})") from exc
+        return cls(
+            engine=data["engine"],
+            ops=ops,
+            extract=data["extract"],
+            catalog=catalog,
+            state=state,
+            failures=Counter(data.get("failures", {})),
+            seen=list(data["seen"]),
+        )
+
+
+@contextmanager
+def open_memory(
+    engine: str = "symbolic",
+    *,
+    adapters: str | Path | None = None,
+    backend: str = "hf",
+    model: str = "tiny",
+    extract: ExtractMode = "two-stage-overlap",
+    catalog: Catalog | str | Path | None = None,
+    load: str | Path | None = None,
+    overrides: Sequence[str] = (),
+    log: str | Path = "outputs/logs/memory-serve.log",
+) -> Iterator[ProjectMemory]:
+    """A memory with its operators, for the ``with`` block: ``engine="symbolic"`` needs nothing;
+    ``learned`` and ``hybrid`` start ``backend`` (``hf`` in this process, ``vllm`` as a server
+    from ``.venv-serve``) on ``model`` with the adapters in ``adapters`` (a folder holding
+    ``extract/``, ``compare/``, ``update/`` and, for the two-stage modes, ``extract-stages/``),
+    and stop it on exit. ``load`` continues a saved memory; ``overrides`` are Hydra overrides of
+    the model and backend (``model.path=...``, ``backend.batch_size=16``)."""
+    if isinstance(catalog, str | Path):
+        catalog = load_catalog(catalog)
+    if engine == "symbolic":
+        yield ProjectMemory.load(load) if load else ProjectMemory(catalog=catalog)
+        return
+    from memops.core.config import compose_config
+    from memops.operators.backends.factory import open_backend
+    from memops.operators.learned import mode_adapter
+    from memops.operators.registry import DECISIONS
+
+    if adapters is None:
+        raise InputError(f"engine={engine} needs adapters=<the folder of a fold's adapters>")
+    cfg = compose_config("replay", [f"model={model}", f"backend={backend}", *overrides])
+    needs = list(dict.fromkeys([*DECISIONS, mode_adapter(extract)]))
+    with open_backend(cfg.backend, cfg.model, adapters, [], Path(log), needs) as served:
+        ops = LearnedOperators(served)
+        if load:
+            memory = ProjectMemory.load(load, ops)
+            memory.catalog = catalog or memory.catalog
+        else:
+            memory = ProjectMemory(engine=engine, ops=ops, extract=extract, catalog=catalog)
+        yield memory

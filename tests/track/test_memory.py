@@ -1,0 +1,151 @@
+"""The memory as a component: notes in, state out, saved and loaded with its operators; bad
+input named by its field; a backend that fails one note fails that note only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memops import open_memory
+from memops.data.problems import DataError
+from memops.operators.backends import BackendError
+from memops.operators.engine import LearnedDecide
+from memops.operators.learned import LearnedOperators
+from memops.track import InputError, ProjectMemory, load_catalog
+
+DB = {"entity": "database", "slot": "engine"}
+
+
+def note_claim(value: str, kind: str) -> dict[str, object]:
+    return {
+        **DB,
+        "value": value,
+        "evidence": {"type": kind, "commit": "a684a36" if kind == "code-change" else None},
+    }
+
+
+def test_notes_in_state_out_with_history_and_a_time() -> None:
+    with open_memory() as mem:
+        first = mem.add_note(
+            "Move to PostgreSQL 15",
+            "2026-03-08T17:38:00-07:00",
+            claims=[note_claim("PostgreSQL 15", "code-change")],
+        )
+        mem.add_note(
+            "I think we run MySQL 8",
+            "2026-03-09T09:00:00+01:00",
+            claims=[note_claim("MySQL 8", "human-note")],
+        )
+        mem.add_note(
+            "Upgrade to PostgreSQL 16",
+            "2026-04-02T11:00:00+02:00",
+            claims=[note_claim("PostgreSQL 16", "code-change")],
+        )
+    assert [d.action for d in first.decisions] == ["add"]
+    state = mem.get("database", "engine")
+    assert state is not None and (state.value, state.status) == ("PostgreSQL 16", "contested")
+    assert [c.value for c in state.contested] == ["MySQL 8"]
+    assert [c.value for c in mem.history("database", "engine")] == ["PostgreSQL 15", "PostgreSQL 16"]
+    assert mem.value_at("database", "engine", "2026-03-20T00:00:00+00:00") == "PostgreSQL 15"
+    assert mem.value_at("database", "engine", "2026-01-01T00:00:00+00:00") is None
+    assert mem.get("database", "engine", env="staging") is None
+    assert "database.engine = PostgreSQL 16" in mem.render(600)
+
+
+def test_a_saved_memory_loads_equal_and_the_save_is_atomic(tmp_path: Path) -> None:
+    mem = ProjectMemory()
+    mem.add_note("x", "2026-03-08T17:38:00-07:00", claims=[note_claim("PostgreSQL 15", "code-change")])
+    path = mem.save(tmp_path / "memory.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.json"]  # no temporary left
+    again = ProjectMemory.load(path)
+    assert again.state == mem.state and again.seen == mem.seen
+    path.write_text(json.dumps({"version": 1, "engine": "symbolic"}))
+    with pytest.raises(InputError, match="not a saved memory"):
+        ProjectMemory.load(path)
+
+
+def test_a_claim_with_a_bad_field_is_refused_naming_it() -> None:
+    mem = ProjectMemory()
+    with pytest.raises(InputError, match=r"note n1: claims\[0\]\.entity"):
+        mem.add_note(
+            "x",
+            "2026-03-08T17:38:00-07:00",
+            note_id="n1",
+            claims=[{**note_claim("v", "code-change"), "entity": "Not An Id"}],
+        )
+    with pytest.raises(InputError, match="at"):
+        mem.add_note("x", "20260308", claims=[])
+    with pytest.raises(InputError, match="symbolic operators do not read notes"):
+        mem.add_note("Move to PostgreSQL 15", "2026-03-08T17:38:00-07:00")
+    assert len(mem.state) == 0 and mem.seen == []
+
+
+def test_a_catalog_with_a_malformed_slot_names_the_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "slots.yaml"
+    path.write_text(
+        "catalog:\n"
+        "  - {entity: build, slot: backend, description: the build backend}\n"
+        "  - {entity: Build Tool, slot: x, description: y}\n"
+    )
+    with pytest.raises(DataError) as refused:
+        load_catalog(path)
+    assert f"{path}:3: catalog[1].entity:" in str(refused.value)
+    assert load_catalog("python-project").pairs()[:2] == ["python.supported_versions", "build.backend"]
+
+
+class FailsOnce:
+    """A test double of a backend whose one call fails as a dead server's would: the one thing
+    the real backends cannot be made to do on demand here. Every other call goes to the real one."""
+
+    def __init__(self, real) -> None:
+        self.real, self.failed = real, False
+
+    def complete(self, requests):
+        if not self.failed:
+            self.failed = True
+            raise BackendError("connection refused")
+        return self.real.complete(requests)
+
+    def probe(self, probes):
+        return self.real.probe(probes)
+
+
+@pytest.mark.slow
+def test_the_learned_memory_on_the_tiny_model(
+    trained_adapters: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    """The plumbing, not the quality: learned extraction writes claims from a note, the learned
+    decisions drive the engine, and a memory saved and loaded keeps its operators."""
+    catalog = "python-project"
+    with open_memory(
+        "learned",
+        adapters=trained_adapters,
+        model="tiny",
+        catalog=catalog,
+        overrides=[f"model.path={tiny_model}"],
+    ) as mem:
+        assert isinstance(mem.state.decide, LearnedDecide)
+        real = mem.ops.backend
+        mem.ops = LearnedOperators(FailsOnce(real))  # type: ignore[arg-type]
+        mem.state.decide = LearnedDecide(mem.ops, mem.failures)
+        failed = mem.add_note(
+            "Switch the build backend to hatchling", "2026-03-08T17:38:00-07:00", commit="a684a36"
+        )
+        assert failed.error and "connection refused" in failed.error and failed.decisions == []
+        read = mem.add_note(
+            "Switch the build backend to hatchling", "2026-03-09T17:38:00-07:00", commit="b684a36"
+        )
+        assert read.error is None or read.claims == []
+        for claim, decision in zip(read.claims, read.decisions, strict=True):
+            assert claim.evidence.commit == "b684a36" and decision.action in (
+                "add",
+                "merge",
+                "supersede",
+                "contested",
+            )
+        path = mem.save(tmp_path / "memory.json")
+        loaded = ProjectMemory.load(path, mem.ops)
+    assert isinstance(loaded.state.decide, LearnedDecide) and loaded.state == mem.state
+    assert loaded.seen == ["a684a36", "b684a36"]
