@@ -5,6 +5,7 @@ engine guide runs, and the configuration reference is the one the code generates
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import shlex
 from pathlib import Path
@@ -140,26 +141,46 @@ def python_blocks(page: Path) -> list[str]:
     return re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
 
 
-def test_the_readme_example_runs(capsys: pytest.CaptureFixture) -> None:
-    (block,) = python_blocks(ROOT / "README.md")
-    exec(compile(block, "README.md", "exec"), {})
+def test_the_readme_engine_example_runs(capsys: pytest.CaptureFixture) -> None:
+    engine = python_blocks(ROOT / "README.md")[0]
+    exec(compile(engine, "README.md", "exec"), {})
     assert capsys.readouterr().out.split() == ["add", "contested", "PostgreSQL", "15"]
+
+
+def adapters_here(block: str, adapters: Path) -> str:
+    """The docs' adapters are those ``memops demo --config-name tiny-demo`` trains; the tests
+    give the tiny model's adapters of one fold, trained by the same recipe."""
+    return block.replace('"outputs/adapters/tiny/synthetic"', repr(str(adapters)))
+
+
+@pytest.mark.slow
+def test_the_readme_learned_memory_runs(
+    trained_adapters: Path, tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)  # model=tiny reads the tiny base where the fixture built it
+    learned = python_blocks(ROOT / "README.md")[1]
+    assert len(learned.strip().splitlines()) <= 15
+    block = adapters_here(learned, trained_adapters).replace(
+        '"outputs/memory.json"', repr(str(tmp_path / "m.json"))
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    saved = json.loads((tmp_path / "m.json").read_text())
+    assert saved["engine"] == "learned" and saved["seen"] == ["a684a36"]
 
 
 @pytest.mark.slow
 def test_the_engine_guide_runs_top_to_bottom(
     trained_adapters: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    """Its learned part on the tiny model's adapters of one fold, trained by the real recipe."""
     monkeypatch.chdir(ROOT)
     namespace: dict[str, object] = {}
     for block in python_blocks(ROOT / "docs" / "engine.md"):
-        block = block.replace('"outputs/adapters/tiny/synthetic"', repr(str(trained_adapters)))
-        exec(compile(block, "docs/engine.md", "exec"), namespace)
+        exec(compile(adapters_here(block, trained_adapters), "docs/engine.md", "exec"), namespace)
     out = capsys.readouterr().out
     assert "supersede  'PostgreSQL 16'" in out and "['dependency-cycle', 'resource-collision']" in out
-    result = namespace["result"]
-    assert result.calls["extract"] > 0 and len(result.memory) > 0  # type: ignore[attr-defined]
+    assert "PostgreSQL 16 current 06f82c1" in out
+    assert namespace["saved"].with_name("project.json").exists()  # type: ignore[attr-defined]
 
 
 def test_the_configuration_reference_is_current() -> None:
