@@ -11,6 +11,7 @@ import pytest
 
 from memops.core.config import compose_config
 from memops.core.layout import ADAPTER_MANIFEST
+from memops.data.pipeline import build as build_data
 from memops.eval.config import LooConfig
 from memops.eval.loo import evaluate
 from memops.eval.plan import steps
@@ -54,6 +55,9 @@ def test_each_fold_trains_its_own_extraction_beside_the_synthetic_decisions(
         (FOLD, "extract-stages"),
     ]
 
+    # The run's own data build at the size the test needs: a small one, found ready by the run.
+    small = {"scenarios_per_family": 4, "noisy_per_family": 0, "folds": [FOLD, "synthetic"]}
+    build_data(cfg.data(**small, progress=False))
     evaluate(cfg)
     trained = tmp_path / "adapters" / "tiny"
     finished = sorted(str(p.parent.relative_to(trained)) for p in trained.glob(f"*/*/{ADAPTER_MANIFEST}"))

@@ -141,11 +141,13 @@ def test_the_process_that_runs_the_adapters_multiplies_once_per_adapter(server: 
     assert any(line.startswith(("(EngineCore", "(Worker")) for line in said), said
 
 
-def test_every_operator_answers_compact_json_that_validates(backend, small_datasets: Path) -> None:
+def test_every_operator_answers_compact_json_that_validates(
+    backend, small_datasets: Path, export_dir: Path
+) -> None:
     from memops.data.replay import load_trajectory
-    from tests.conftest import SHARED_EXPORT, shipped
+    from tests.conftest import shipped
 
-    episode = load_trajectory(FOLD, shipped(SHARED_EXPORT))
+    episode = load_trajectory(FOLD, shipped(export_dir))
     ops = LearnedOperators(backend)
     notes = [(s.note(), episode.catalog) for s in episode.sessions[:4]]
     claims = example_claims()
@@ -181,7 +183,9 @@ def test_the_prompted_baseline_runs_on_the_served_base(server: VLLMServer, backe
     assert [o.raw for o in by_url] == [o.raw for o in served]
 
 
-def test_a_probe_reads_what_the_hf_backend_reads(backend, trained_adapters: Path, tiny_model: Path) -> None:
+def test_a_probe_reads_what_the_hf_backend_reads(
+    backend, trained_adapters: Path, tiny_model: Path, export_dir: Path
+) -> None:
     """Probe probabilities read by vLLM (a request per option, on token ids, decoded along the
     option's tokens by the serving environment's logits processor, ``plugins/vllm-forced-tokens``)
     match those the hf backend reads from its logits, on the same unquantized weights and
@@ -194,9 +198,9 @@ def test_a_probe_reads_what_the_hf_backend_reads(backend, trained_adapters: Path
     from memops.data.replay import load_trajectory
     from memops.operators.backends.hf import HFBackend
     from memops.operators.prompts import select_messages, selection_answers
-    from tests.conftest import SHARED_EXPORT, shipped
+    from tests.conftest import shipped
 
-    episode = load_trajectory(FOLD, shipped(SHARED_EXPORT))
+    episode = load_trajectory(FOLD, shipped(export_dir))
     answers = selection_answers(episode.catalog.pairs())
     notes = [s.note() for s in episode.sessions[:3]]
     asks = [(STAGES_ADAPTER, select_messages(n, episode.catalog), answers) for n in notes]

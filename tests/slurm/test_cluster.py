@@ -27,6 +27,9 @@ pytestmark = pytest.mark.slow
 FOLD = "patch-guardrails"
 QUICK = ["max_steps=3", "max_eval_samples=8"]
 """The CPU profile's recipe (configs/recipe/cpu.yaml) cut to a few steps."""
+LEAN_EVAL = ["extract_modes=[direct]", "replay=false"]
+"""The eval job scores one extraction row and replays nothing: what the chain checks is the jobs'
+order, files and merge, which every row and replay would only lengthen."""
 
 
 def submit(cluster: Cluster, tmp: Path, *overrides: str) -> subprocess.CompletedProcess:
@@ -65,7 +68,7 @@ def of(tasks: dict[tuple[str, int], Task], job: dict[str, str]) -> list[Task]:
 def pipeline(slurm: Cluster, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("pipeline")
     began = time.monotonic()
-    done = submit(slurm, tmp, f"model.path={tiny_model}")
+    done = submit(slurm, tmp, f"model.path={tiny_model}", *LEAN_EVAL)
     assert done.returncode == 0, done.stderr
     jobs = submitted(tmp)
     tasks = slurm.wait(expected(jobs), timeout_s=900)
@@ -112,7 +115,7 @@ def test_resubmitting_a_finished_run_trains_nothing_and_redoes_no_sample(
     tmp, _, _, _ = pipeline
     records = (tmp / "loo" / "tiny-hf" / "folds" / FOLD / "records.jsonl").read_bytes()
     adapter = (tmp / "adapters" / "tiny" / FOLD / "update" / "adapter_model.safetensors").stat().st_mtime_ns
-    done = submit(slurm, tmp, f"model.path={tiny_model}")
+    done = submit(slurm, tmp, f"model.path={tiny_model}", *LEAN_EVAL)
     assert done.returncode == 0, done.stderr
     jobs = submitted(tmp)
     assert set(jobs) == {f"eval/{FOLD}", "report"}

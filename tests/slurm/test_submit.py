@@ -122,7 +122,8 @@ def test_cpu_profile_runs_the_tiny_model_on_the_local_backend_without_gpus(tmp_p
 
 
 def test_finished_adapters_and_present_datasets_are_not_redone(tmp_path: Path) -> None:
-    cfg = config(tmp_path, "folds=[permissions-flow,browser-surface]")
+    cache_holding(tmp_path / "hf", "Qwen/Qwen2.5-14B-Instruct")  # the base is fetched already
+    cfg = config(tmp_path, "folds=[permissions-flow,browser-surface]", f"hf_home={tmp_path / 'hf'}")
     for op in OPS:
         for fold in ("permissions-flow", "browser-surface"):
             (tmp_path / "ds" / fold / op).mkdir(parents=True)

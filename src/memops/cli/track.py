@@ -75,7 +75,7 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=1700, help="characters of the printed state")
     parser.add_argument("--reset", action="store_true", help="forget the saved memory and start over")
     parser.add_argument("overrides", nargs="*", help="overrides of the model and backend (model.path=...)")
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()
     repo = args.repository.expanduser().resolve()
     out = args.out or Path(OUTPUTS) / "track" / repo.name
     saved = out / "memory.json"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import asdict, dataclass, field, fields
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +121,13 @@ def one_line(exc: BaseException) -> str:
     """An exception and its cause as one line: Hydra's and OmegaConf's messages span several
     (the override, then the key and the schema it is missing from)."""
     lines = [str(e).strip().splitlines()[0].rstrip(".") for e in (exc, exc.__cause__) if e and str(e).strip()]
-    return ": ".join(dict.fromkeys(lines)) or type(exc).__name__
+    said = ": ".join(dict.fromkeys(lines)) or type(exc).__name__
+    text = str(exc).splitlines()
+    if starts := [i for i, line in enumerate(text) if line.startswith("Available options")]:
+        options = list(takewhile(lambda line: line.startswith("\t"), text[starts[0] + 1 :]))
+        options = [line.strip() for line in options]
+        said += f" (available: {', '.join(options)})"
+    return said
 
 
 def validate(name: str, overrides: list[str]) -> None:

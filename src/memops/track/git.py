@@ -13,6 +13,8 @@ from pathlib import Path
 
 GIT_TIMEOUT_S = 300
 RECORD, FIELD = "\x1e", "\x00"
+"""What git's ``%x1e`` and ``%x00`` print between records and fields (an argument list cannot
+carry the bytes themselves)."""
 
 
 class GitError(RuntimeError):
@@ -49,7 +51,7 @@ def commits(
     repo: Path, branch: str = "HEAD", since: str | None = None, until: str | None = None
 ) -> list[Commit]:
     """The commits of ``branch`` (author dates ``since``/``until`` as git reads them), oldest first."""
-    fmt = f"--format={RECORD}%H{FIELD}%aI{FIELD}%s{FIELD}%b{FIELD}"
+    fmt = "--format=%x1e%H%x00%aI%x00%s%x00%b%x00"
     dates = [*([f"--since={since}"] if since else []), *([f"--until={until}"] if until else [])]
     walk = ["--reverse", "--topo-order", "--no-renames", "--name-only"]
     out = git(repo, "log", *walk, fmt, *dates, branch, "--")

@@ -309,6 +309,7 @@ def open_memory(
     if engine == "symbolic":
         yield ProjectMemory.load(load) if load else ProjectMemory(catalog=catalog)
         return
+    import memops.eval.config  # noqa: F401  (registers the replay config's schema, whose model and backend groups this uses)
     from memops.core.config import compose_config
     from memops.operators.backends.factory import open_backend
     from memops.operators.learned import mode_adapter
