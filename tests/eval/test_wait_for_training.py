@@ -58,8 +58,14 @@ def finish_later(trained: Path, into: Path, records: Path) -> threading.Thread:
 
 
 def test_a_run_waits_for_adapters_in_training_and_scores_what_it_can_meanwhile(
-    trained_adapters: Path, tiny_model: Path, small_datasets: Path, export_dir: Path, tmp_path: Path
+    trained_adapters: Path,
+    tiny_model: Path,
+    small_datasets: Path,
+    export_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr("memops.eval.loo.POLL_S", 0.5)  # the run looks for manifests often: no idle 10 s
     where = tmp_path / "adapters" / "tiny" / FOLD
     where.mkdir(parents=True)
     for adapter in trained_adapters.iterdir():
