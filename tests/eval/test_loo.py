@@ -33,7 +33,7 @@ def config(out: Path, datasets: Path, export_dir: Path) -> LooConfig:
     cfg = LooConfig(
         run="oracle",
         folds=FOLDS,
-        model=ModelConfig(name="none", path="none"),
+        model=ModelConfig(name="none", path="none", cpu_recipe="cpu"),
         runs_dir=str(out),
         datasets_dir=str(datasets),
         exports=[str(export_dir)],

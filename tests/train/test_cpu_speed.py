@@ -229,7 +229,11 @@ def test_a_packed_training_run_learns_the_same_with_either_attention(
                 name="compare", max_length=1024, per_device_batch=1, grad_accum=1, learning_rate=1e-3
             ),
             model=ModelConfig(
-                name="tiny", path=str(tiny_model), compute_dtype="float32", lora=LoraSpec(dropout=0.0)
+                name="tiny",
+                path=str(tiny_model),
+                compute_dtype="float32",
+                lora=LoraSpec(dropout=0.0),
+                cpu_recipe="cpu",  # as configs/model/tiny.yaml has it: a model this machine may train
             ),
             fold="patch-guardrails",
             max_steps=3,

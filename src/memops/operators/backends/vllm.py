@@ -57,7 +57,14 @@ class VLLMBackend:
     def served_adapters(self) -> dict[str, str]:
         """The LoRA modules the server lists, by name, with the path each was loaded from
         (``root`` in vLLM's ``/v1/models``)."""
-        listed = asyncio.run(self._listed(self._client()))
+        import openai
+
+        try:
+            listed = asyncio.run(self._listed(self._client()))
+        except (openai.APIConnectionError, openai.APIStatusError) as exc:
+            raise BackendError(
+                f"{self.base_url}/models: no listing ({type(exc).__name__}: {exc}); is the server up?"
+            ) from exc
         return {m["id"]: str(m.get("root") or "") for m in listed if m.get("parent") is not None}
 
     @staticmethod
