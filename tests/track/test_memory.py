@@ -51,6 +51,16 @@ def test_notes_in_state_out_with_history_and_a_time() -> None:
     assert mem.value_at("database", "engine", "2026-03-20T00:00:00+00:00") == "PostgreSQL 15"
     assert mem.value_at("database", "engine", "2026-01-01T00:00:00+00:00") is None
     assert mem.get("database", "engine", env="staging") is None
+    scoped = mem.add_note(
+        "Staging runs 17",
+        "2026-04-03T11:00:00+02:00",
+        env="staging",
+        claims=[note_claim("PostgreSQL 17", "code-change")],
+    )
+    assert (
+        scoped.decisions[0].key.env == "staging"
+        and mem.get("database", "engine", env="staging").value == "PostgreSQL 17"
+    )
     assert "database.engine = PostgreSQL 16" in mem.render(600)
 
 

@@ -176,7 +176,8 @@ class ProjectMemory:
             written = read
         if branch or env:
             scope = {"branch": branch or DEFAULT_BRANCH, "env": env or DEFAULT_ENV}
-            written = [c.model_copy(update=scope) for c in written]
+            # Validated anew, not copied: a claim's key is cached on it once computed.
+            written = [Claim.model_validate({**c.model_dump(), **scope}) for c in written]
         decisions = [self.state.apply(c) for c in written]
         self.seen.append(note.id)
         return NoteResult(note, written, decisions)
