@@ -18,7 +18,7 @@ import memops.eval.config
 import memops.eval.curve
 import memops.slurm.config
 import memops.train.config  # noqa: F401
-from memops.cli import COMMANDS
+from memops.cli import COMMANDS, named_config
 from memops.core.config import compose_config
 from tests.conftest import ROOT
 
@@ -61,10 +61,7 @@ def overrides(args: list[str]) -> list[str]:
 
 
 def config_name(args: list[str], default: str) -> str:
-    for i, arg in enumerate(args):
-        if arg == "--config-name":
-            return args[i + 1]
-    return default
+    return named_config(args)[0] or default
 
 
 def checked_commands() -> list[tuple[str, str, list[str]]]:

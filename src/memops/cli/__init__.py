@@ -70,6 +70,20 @@ HYDRA_FLAGS = (
 reads configs from elsewhere, and Hydra checks the arguments itself."""
 
 
+def named_config(args: list[str]) -> tuple[str | None, list[str]]:
+    """The config a Hydra command line names (``--config-name X``, ``-cn X`` or
+    ``--config-name=X``; None when it names none) and its other arguments."""
+    name, rest, words = None, [], iter(args)
+    for arg in words:
+        if arg in ("--config-name", "-cn"):
+            name = next(words, None)
+        elif arg.startswith("--config-name="):
+            name = arg.split("=", 1)[1]
+        else:
+            rest.append(arg)
+    return name, rest
+
+
 def check_config(command: str, default: str, args: list[str]) -> None:
     """A Hydra command's config composed and type-checked before the command starts, so a
     misspelt key, a wrong type or a value its schema refuses ends it with one line."""
@@ -77,16 +91,9 @@ def check_config(command: str, default: str, args: list[str]) -> None:
 
     if any(a.split("=")[0] in HYDRA_FLAGS for a in args):
         return
-    name, overrides, words = default, [], iter(args)
-    for arg in words:
-        if arg in ("--config-name", "-cn"):
-            name = next(words, default)
-        elif arg.startswith("--config-name="):
-            name = arg.split("=", 1)[1]
-        else:
-            overrides.append(arg)
+    name, overrides = named_config(args)
     try:
-        validate(name, overrides)
+        validate(name or default, overrides)
     except ConfigError as exc:
         print(f"memops {command}: {exc}", file=sys.stderr)
         sys.exit(2)

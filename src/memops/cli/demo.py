@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import sys
 
-from memops.cli import loo
+from memops.cli import loo, named_config
 
 CONFIG = DEMO = "smollm2-demo"
 
 
 def main() -> None:
-    named = any(a in ("--config-name", "-cn") or a.startswith("--config-name=") for a in sys.argv[1:])
-    if not named:
+    if named_config(sys.argv[1:])[0] is None:
         sys.argv[1:1] = ["--config-name", DEMO]
     loo.main()

@@ -25,10 +25,11 @@ from tqdm import tqdm
 
 from memops.core.files import write_atomic
 from memops.core.layout import OUTPUTS, adapters_path
+from memops.data.export import ExportError
 from memops.data.problems import DataError
 from memops.operators.backends import BackendError
 from memops.operators.learned import EXTRACT_MODES
-from memops.track.git import GitError, commits, is_ancestor
+from memops.track.git import commits, is_ancestor
 from memops.track.memory import InputError, ProjectMemory, open_memory
 
 
@@ -102,7 +103,8 @@ def main() -> None:
             overrides=args.overrides,
             log=out / "serve.log",
         ) as memory:
-            new = [c for c in history if c.sha not in set(memory.seen)]
+            read = set(memory.seen)
+            new = [c for c in history if c.sha not in read]
             print(f"{repo.name}: {len(history)} commits on {args.branch}, {len(new)} new", flush=True)
             actions: Counter[str] = Counter()
             failed = 0
@@ -118,7 +120,7 @@ def main() -> None:
             rendered = memory.render(args.budget)
             write_atomic(out / "state.md", f"# {repo.name}\n\n{memory.render(10**9)}\n")
             write_atomic(out / "state.json", json.dumps(state_json(memory), indent=1) + "\n")
-    except (BackendError, DataError, GitError, InputError, FileNotFoundError) as exc:
+    except (BackendError, DataError, ExportError, InputError, FileNotFoundError) as exc:
         sys.exit(f"memops track: {exc}")
     print(rendered)
     said = ", ".join(f"{a} {n}" for a, n in sorted(actions.items())) or "no claim"

@@ -94,14 +94,12 @@ def base_cached(cfg: ModelConfig, hf_home: str | None = None) -> bool:
     return isinstance(found, str)
 
 
-def hub_offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
-
-
 def check_base(cfg: ModelConfig) -> None:
     """With the Hub offline (as Slurm jobs run), a Hub base must already be in the cache: say so
     at once, with the fix, rather than deep inside transformers' download code."""
-    if on_hub(cfg) and hub_offline() and not base_cached(cfg):
+    from huggingface_hub import constants
+
+    if on_hub(cfg) and constants.HF_HUB_OFFLINE and not base_cached(cfg):
         raise FileNotFoundError(
             f"base {cfg.path} is not in the Hugging Face cache at {hub_cache()} and the Hub is offline "
             f"(HF_HUB_OFFLINE=1): fetch it first with memops make-model {cfg.name} (the Slurm prepare "

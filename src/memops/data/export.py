@@ -24,26 +24,26 @@ GIT_TIMEOUT_S = 60
 """Per git call; a hung call (a lock, a network filesystem) ends the export with a message."""
 
 
-def _git(repo: Path, *args: str) -> str:
+def git(repo: Path, *args: str, timeout: float = GIT_TIMEOUT_S) -> str:
+    """One git call (an argument list) in ``repo``; a failure or a hang is an ``ExportError``."""
     try:
-        proc = subprocess.run(
-            ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S
-        )
+        argv = ["git", "-C", str(repo), *args]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise ExportError(f"git {' '.join(args)} took over {GIT_TIMEOUT_S} s in {repo}; stopped") from None
+        raise ExportError(f"git {' '.join(args)} took over {timeout:g} s in {repo}; stopped") from None
     if proc.returncode != 0:
         raise ExportError(f"git {' '.join(args)} failed in {repo}: {proc.stderr.strip()}")
     return proc.stdout
 
 
 def commit_record(repo: Path, name: str, trajectory: str) -> CommitRecord:
-    full = _git(repo, "rev-parse", "--verify", "--end-of-options", f"{name}^{{commit}}").strip()
+    full = git(repo, "rev-parse", "--verify", "--end-of-options", f"{name}^{{commit}}").strip()
     fields = "%H%x00%aI%x00%cI%x00%s%x00%b"
-    head, author_date, committed_at, subject, body = _git(
-        repo, "log", "-1", f"--format={fields}", full
-    ).split("\x00", 4)
+    head, author_date, committed_at, subject, body = git(repo, "log", "-1", f"--format={fields}", full).split(
+        "\x00", 4
+    )
     files, insertions, deletions = [], 0, 0
-    for line in _git(repo, "show", "--no-renames", "--numstat", "--format=", full).splitlines():
+    for line in git(repo, "show", "--no-renames", "--numstat", "--format=", full).splitlines():
         if not line.strip():
             continue
         added, removed, path = line.split("\t", 2)
@@ -82,7 +82,7 @@ def landing_order(repo: Path, records: list[CommitRecord]) -> list[CommitRecord]
     """Replay order is the order commits landed, not the order they were authored: a commit
     written earlier can land later (rebase, cherry-pick, a long-lived branch). git walks parents
     before children, and otherwise by committer date."""
-    walk = _git(
+    walk = git(
         repo, "rev-list", "--date-order", "--reverse", "--end-of-options", *{r.commit for r in records}
     )
     rank = {sha: i for i, sha in enumerate(walk.split())}

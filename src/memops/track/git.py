@@ -1,8 +1,8 @@
 """A git repository's history as the notes a project memory reads: one note per commit, its
 subject and body as the text, its touched files, its author time with the author's offset.
 
-One ``git log`` call (an argument list) reads the whole range, oldest first in the order the
-commits landed: parents before children.
+One ``git log`` call (``data.export.git``, an argument list) reads the whole range, oldest first
+in the order the commits landed: parents before children.
 """
 
 from __future__ import annotations
@@ -11,14 +11,13 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-GIT_TIMEOUT_S = 300
+from memops.data.export import git
+
+LOG_TIMEOUT_S = 300
+"""A whole branch's log in one call takes longer than one commit's."""
 RECORD, FIELD = "\x1e", "\x00"
 """What git's ``%x1e`` and ``%x00`` print between records and fields (an argument list cannot
 carry the bytes themselves)."""
-
-
-class GitError(RuntimeError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -35,18 +34,6 @@ class Commit:
         return f"{self.subject}\n\n{self.body}".strip()
 
 
-def git(repo: Path, *args: str) -> str:
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise GitError(f"{repo}: git {' '.join(args[:2])} failed: {exc}") from exc
-    if done.returncode != 0:
-        raise GitError(f"{repo}: git {' '.join(args[:2])}: {done.stderr.strip() or 'failed'}")
-    return done.stdout
-
-
 def commits(
     repo: Path, branch: str = "HEAD", since: str | None = None, until: str | None = None
 ) -> list[Commit]:
@@ -54,7 +41,7 @@ def commits(
     fmt = "--format=%x1e%H%x00%aI%x00%s%x00%b%x00"
     dates = [*([f"--since={since}"] if since else []), *([f"--until={until}"] if until else [])]
     walk = ["--reverse", "--topo-order", "--no-renames", "--name-only"]
-    out = git(repo, "log", *walk, fmt, *dates, branch, "--")
+    out = git(repo, "log", *walk, fmt, *dates, branch, "--", timeout=LOG_TIMEOUT_S)
     found = []
     for record in out.split(RECORD)[1:]:
         sha, at, subject, body, names = record.split(FIELD, 4)
@@ -69,6 +56,6 @@ def is_ancestor(repo: Path, sha: str, branch: str) -> bool:
         ["git", "-C", str(repo), "merge-base", "--is-ancestor", sha, branch],
         capture_output=True,
         text=True,
-        timeout=GIT_TIMEOUT_S,
+        timeout=LOG_TIMEOUT_S,
     )
     return done.returncode == 0
