@@ -96,3 +96,36 @@ def trained_adapters(
         else:
             train_adapter(cfg, overrides)
     return root / "tiny" / "patch-guardrails"
+
+
+@pytest.fixture(scope="session")
+def smollm2_adapters(
+    smollm2_model: Path, small_datasets: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """SmolLM2's compare adapter on every layer and its update adapter on the top layers only
+    (as make demo trains it), 2 recipe steps each at a learning rate high enough to change
+    their answers: real pretrained adapters for the serving and export tests, trained once."""
+    from memops.core.config import compose_config
+    from memops.train.recipe import train_adapter
+
+    root = tmp_path_factory.mktemp("smollm2-adapters")
+    common = [
+        "fold=patch-guardrails",
+        "model=smollm2-135m-instruct",
+        f"model.path={smollm2_model}",
+        f"datasets_dir={small_datasets}",
+        f"adapters_dir={root}",
+        "max_steps=2",
+        "op.max_length=512",
+        "op.grad_accum=1",
+        "op.learning_rate=0.01",
+        "max_eval_samples=4",
+        "report_to=none",
+        "prepare=false",
+    ]
+    demo_layers = list(compose_config("smollm2-demo", []).model.lora.layers_to_transform)
+    top = f"model.lora.layers_to_transform=[{','.join(map(str, demo_layers))}]"
+    for op, extra in (("compare", []), ("update", [top])):
+        args = [f"op={op}", *common, *extra]
+        train_adapter(compose_config("train", args), args)
+    return root / "smollm2-135m-instruct" / "patch-guardrails"

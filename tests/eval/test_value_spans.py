@@ -1,4 +1,5 @@
-"""benchmarks/value_spans.py on the tiny model's extract-stages adapter, trained by the real recipe."""
+"""benchmarks/value_spans.py on the tiny model's extract-stages adapter, trained by the real recipe,
+over the first notes of a shipped trajectory."""
 
 from __future__ import annotations
 
@@ -8,18 +9,39 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
+from memops.core.sources import Sources
+from memops.data.problems import load_yaml
 from memops.data.replay import load_trajectory
 from memops.eval.metrics import value_match
 from tests.conftest import ROOT, shipped
 
 pytestmark = pytest.mark.slow
 FOLD = "patch-guardrails"
+NOTES = 6
+"""The study reads every gold claim of these first notes; the whole trajectory would only repeat
+each check over more claims."""
+
+
+def first_notes(export_dir: Path, out: Path) -> Path:
+    """The trajectory cut to its first ``NOTES`` annotated commits, distractors and queries kept,
+    under its own name (so its fold's adapters serve it)."""
+    source = shipped(export_dir)
+    annotation = load_yaml(source.annotation(FOLD).read_text())
+    annotation["commits"] = annotation["commits"][:NOTES]
+    kept = tuple(c["commit"] for c in annotation["commits"])
+    out.mkdir()
+    (out / f"{FOLD}.yaml").write_text(yaml.safe_dump(annotation, sort_keys=False))
+    lines = source.export(FOLD).read_text().splitlines(keepends=True)
+    (out / f"{FOLD}.jsonl").write_text("".join(x for x in lines if json.loads(x)["commit"].startswith(kept)))
+    return out
 
 
 def test_the_value_study_reads_every_gold_claim_once_and_resumes_after_a_cut_off_line(
     trained_adapters: Path, tiny_model: Path, export_dir: Path, tmp_path: Path
 ) -> None:
+    trajectory = first_notes(export_dir, tmp_path / "trajectory")
     cmd = [
         sys.executable,
         "benchmarks/value_spans.py",
@@ -29,7 +51,8 @@ def test_the_value_study_reads_every_gold_claim_once_and_resumes_after_a_cut_off
         f"model.path={tiny_model}",
         f"adapters={trained_adapters.parent}",
         f"folds=[{FOLD}]",
-        f"exports=[{export_dir}]",
+        f"annotations=[{trajectory}]",
+        f"exports=[{trajectory}]",
         f"runs_dir={tmp_path}",
         "run=study",
         "progress=false",
@@ -39,7 +62,8 @@ def test_the_value_study_reads_every_gold_claim_once_and_resumes_after_a_cut_off
     out = tmp_path / "study" / "value_spans.jsonl"
     rows = [json.loads(line) for line in out.read_text().splitlines()]
 
-    episode = load_trajectory(FOLD, shipped(export_dir))
+    episode = load_trajectory(FOLD, Sources.of([trajectory], [trajectory]))
+    assert sum(1 for s in episode.sessions if s.commit) == NOTES
     notes = {s.id: s for s in episode.sessions}
     gold = [(s.id, c.pair, c.value) for s in episode.sessions for c in s.claims]
     assert [(r["note"], r["pair"], r["gold"]) for r in rows] == gold

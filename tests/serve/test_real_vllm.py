@@ -392,34 +392,16 @@ def test_a_server_that_dies_mid_run_is_named_with_its_log_and_a_rerun_resumes(
 
 
 def test_smollm2_adapters_from_the_recipe_load_in_vllm_and_hf_alike(
-    smollm2_model: Path, small_datasets: Path, tmp_path: Path
+    smollm2_model: Path, smollm2_adapters: Path, tmp_path: Path
 ) -> None:
-    """The real pretrained model end to end: 2 recipe steps of compare on every layer and of
+    """The real pretrained model end to end: recipe adapters of compare on every layer and of
     update on the top 15 layers only (as make demo trains it), then the same greedy answers from
     vLLM and from the hf backend on the unquantized base."""
     from memops.core.models import model_config
     from memops.operators.backends.hf import HFBackend
-    from memops.train.recipe import train_adapter
 
-    overrides = [
-        "fold=patch-guardrails",
-        "model=smollm2-135m-instruct",
-        f"model.path={smollm2_model}",
-        f"datasets_dir={small_datasets}",
-        f"adapters_dir={tmp_path}",
-        "max_steps=2",
-        "op.max_length=512",
-        "op.grad_accum=1",
-        "max_eval_samples=4",
-        "prepare=false",
-    ]
     demo_layers = list(compose_config("smollm2-demo", []).model.lora.layers_to_transform)
-    top = f"model.lora.layers_to_transform=[{','.join(map(str, demo_layers))}]"
-    for op, extra in (("compare", []), ("update", [top])):
-        args = [f"op={op}", *overrides, *extra]
-        train_adapter(compose_config("train", args), args)
-    trained = tmp_path / "smollm2-135m-instruct" / "patch-guardrails"
-    adapters = {op: trained / op for op in ("compare", "update")}
+    adapters = {op: smollm2_adapters / op for op in ("compare", "update")}
     update_config = json.loads((adapters["update"] / "adapter_config.json").read_text())
     assert update_config["layers_to_transform"] == demo_layers and demo_layers
     claims = example_claims()

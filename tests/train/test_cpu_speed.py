@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,18 @@ def test_bf16_autocast_only_where_the_cpu_multiplies_bf16() -> None:
     assert precision(cfg) == "float32"
     cfg.cpu_bf16 = True
     assert precision(cfg) == ("bf16" if native_bf16() else "float32")
+
+
+def test_a_slurm_task_takes_the_cores_it_was_granted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memops.core.determinism import cpu_threads
+
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)
+    assert cpu_threads() == cores
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", "1")
+    assert cpu_threads() == 1
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", str(cores + 8))  # more than this machine has
+    assert cpu_threads() == cores
 
 
 def test_the_flop_count_is_four_per_weight_of_the_body(tiny_model: Path) -> None:

@@ -61,28 +61,9 @@ def test_the_merged_tiny_model_answers_as_its_qlora_adapter(
 
 
 def test_the_merged_smollm2_answers_as_its_adapter(
-    smollm2_model: Path, small_datasets: Path, tmp_path: Path
+    smollm2_adapters: Path, small_datasets: Path, tmp_path: Path
 ) -> None:
-    from memops.core.config import compose_config
-    from memops.train.recipe import train_adapter
-
-    cfg = compose_config(
-        "train",
-        [
-            "model=smollm2-135m-instruct",
-            f"model.path={smollm2_model}",
-            "op=compare",
-            "fold=patch-guardrails",
-            "max_steps=2",
-            "max_eval_samples=2",
-            "op.learning_rate=0.01",
-            "report_to=none",
-            f"datasets_dir={small_datasets}",
-            f"adapters_dir={tmp_path / 'adapters'}",
-        ],
-    )
-    train_adapter(cfg)
-    adapter = tmp_path / "adapters" / "smollm2-135m-instruct" / "patch-guardrails" / "compare"
+    adapter = smollm2_adapters / "compare"
     out = tmp_path / "merged"
     proc = export(adapter, out)
     assert proc.returncode == 0, proc.stderr[-3000:]
