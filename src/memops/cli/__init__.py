@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export-merged": ("export_merged", "merge an adapter into its base as plain safetensors"),
     "make-model": ("make_model", "build a base the project makes itself (tiny, SmolLM2 from its wheel)"),
     "export-commits": ("export_commits", "export a trajectory's commit metadata from a git checkout"),
+    "mine": ("mine", "mine a trajectory from a git repository: facts read from its own files"),
     "track": ("track", "the memory of a git repository's history, read by learned extraction"),
     "engine-demo": ("engine_demo", "the symbolic engine alone on a built-in history"),
 }

@@ -4,7 +4,7 @@ A trajectory is a name with ``<name>.yaml`` in an annotation directory and ``<na
 an export directory. Every ``*.yaml`` found is a trajectory, so a user's repository joins by
 adding its directories to ``annotations=[...]`` and ``exports=[...]``; nothing lists names in code.
 A relative path is taken from the working directory, as every path in the configs is; the word
-``shipped`` names the five trajectories that ship with the package.
+``shipped`` names the five trajectories that ship with the package, ``mined`` the mined benchmark.
 """
 
 from __future__ import annotations
@@ -19,9 +19,13 @@ from memops.core.layout import EXPORTED
 TRAJECTORIES = Path(__file__).resolve().parents[1] / "data" / "trajectories"
 """The shipped trajectories, package data: each ``<name>.yaml`` annotation beside its
 ``<name>.jsonl`` commit export (provenance in the folder's README)."""
+MINED = TRAJECTORIES.parent / "mined"
+"""The mined benchmark, package data: trajectories ``memops mine`` read from public Python
+repositories (their card and train/held-out split beside them)."""
 SHIPPED_FOLDER = "shipped"
-"""How a search path names that folder (``annotations=[shipped,~/mine/annotations]``), so a
-config means the same on every machine, wherever the package is installed there."""
+MINED_FOLDER = "mined"
+"""How a search path names those folders (``annotations=[shipped,mined,~/mine/annotations]``), so
+a config means the same on every machine, wherever the package is installed there."""
 ANNOTATIONS = [SHIPPED_FOLDER]
 """The shipped annotations."""
 EXPORTS = [SHIPPED_FOLDER, EXPORTED]
@@ -64,8 +68,8 @@ class Sources:
 
 
 def folder(entry: str | Path) -> Path:
-    """A search path's entry as a folder: ``shipped`` is the package's own."""
-    return TRAJECTORIES if str(entry) == SHIPPED_FOLDER else Path(entry)
+    """A search path's entry as a folder: ``shipped`` and ``mined`` are the package's own."""
+    return {SHIPPED_FOLDER: TRAJECTORIES, MINED_FOLDER: MINED}.get(str(entry), Path(entry))
 
 
 def _rank(name: str) -> int:

@@ -95,11 +95,14 @@ def fold_splits(
     real_repeat: int = 1,
 ) -> dict[str, list[Episode]]:
     """``real_trajectories``: how many of the other trajectories a trajectory fold's train split
-    takes, in their given order (all when unset); ``real_repeat``: how many times it takes each."""
+    takes, in their given order (all when unset); ``real_repeat``: how many times it takes each.
+    A trajectory that shares a note with the held-out one (one author's same commit in two
+    mined repositories) is not among them: its examples would quote the held-out note."""
     val = [e for e in synthetic if is_validation(e.id, validation_fraction)]
     train = [e for e in synthetic if not is_validation(e.id, validation_fraction)]
     if fold != SYNTHETIC:
-        others = [t for t in trajectories if t.id != fold]
+        held = {s.text for t in trajectories if t.id == fold for s in t.sessions}
+        others = [t for t in trajectories if t.id != fold and not held & {s.text for s in t.sessions}]
         taken = others if fold == ALL or real_trajectories is None else others[:real_trajectories]
         train += taken * real_repeat
     test = [t for t in trajectories if t.id == fold]

@@ -21,6 +21,7 @@ from memops.core.sessions import Episode, Query, Session
 from memops.core.sources import Sources
 from memops.data.problems import DataError, Problem, decode, from_validation, line_of, yaml_with_lines
 from memops.memory.claims import Timestamp
+from memops.operators.schemas import MAX_PAIRS
 
 BODY_CHARS = 240
 FILE_HINTS = 4
@@ -52,7 +53,8 @@ class CommitAnnotation(BaseModel):
 
     commit: str = Field(pattern=r"^[0-9a-f]{7,40}$")
     summary: str = Field(min_length=20)
-    claims: tuple[ExtractedClaim, ...] = Field(min_length=1, max_length=3)
+    claims: tuple[ExtractedClaim, ...] = Field(min_length=1, max_length=MAX_PAIRS)
+    """As many as the two-stage extractor can list for one note."""
 
 
 class Distractor(BaseModel):

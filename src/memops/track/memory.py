@@ -21,8 +21,8 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from memops.core.files import write_atomic
-from memops.core.records import Catalog, CatalogEntry, Note
-from memops.data.problems import DataError, Problem, field_name, from_validation, line_of, yaml_with_lines
+from memops.core.records import Catalog, Note
+from memops.data.catalog import load_catalog
 from memops.memory import Claim, Decision, Key, StateMemory
 from memops.memory.claims import DEFAULT_BRANCH, DEFAULT_ENV, Timestamp
 from memops.operators.backends import BackendError
@@ -35,34 +35,6 @@ SAVED_VERSION = 1
 class InputError(ValueError):
     """Input the memory refuses, named by its field: a claim or a catalog with a bad field, a
     saved file it cannot read, a note without a catalog to read it against."""
-
-
-CATALOGS = Path(__file__).resolve().parents[1] / "data" / "catalogs"
-"""Shipped catalogs, named without ``.yaml``: ``python-project``."""
-
-
-def load_catalog(path: str | Path) -> Catalog:
-    """A slot catalog from YAML: a list of ``{entity, slot, description}``, or a mapping with
-    that list under ``catalog`` (a trajectory annotation's own); a shipped one by its name. A
-    malformed slot is refused with the file, its line and the field (``DataError``)."""
-    shipped = CATALOGS / f"{path}.yaml"
-    path = shipped if not Path(path).exists() and shipped.is_file() else Path(path)
-    if not path.is_file():
-        raise DataError([Problem(path, None, "<file>", "no such catalog file")])
-    data, lines = yaml_with_lines(path)
-    rows, prefix = (data.get("catalog"), ("catalog",)) if isinstance(data, dict) else (data, ())
-    if not isinstance(rows, list) or not rows:
-        why = "expected a list of {entity, slot, description} (or one under catalog:)"
-        raise DataError([Problem(path, line_of(lines, prefix), field_name(prefix), why)])
-    entries, problems = [], []
-    for i, row in enumerate(rows):
-        try:
-            entries.append(CatalogEntry.model_validate(row))
-        except ValidationError as exc:
-            problems += from_validation(exc, path, lines, (*prefix, i))
-    if problems:
-        raise DataError(problems)
-    return Catalog(name=path.stem, entries=tuple(entries))
 
 
 def field_of(exc: ValidationError) -> str:

@@ -1,0 +1,512 @@
+"""Mine a trajectory from a git repository: its facts read from its own files at each commit.
+
+For every first-parent commit of the branch that touches a file some slot reads, each slot's
+value is read at that commit (``memops.data.facts``, nothing run). A commit where a value
+changes becomes an annotated commit: the note is its subject, the changed lines of the files
+that carry the fact, its touched files and its message; the gold claims are the new values as
+the files state them. Whatever the message says, or does not: that is what real notes are like.
+Distractors and queries are generated from the mined history (an old value stated as current
+later, a maintenance branch, the value now, at a time, and the commit that set it).
+
+The output is a trajectory like the shipped ones, ``<name>.yaml`` and ``<name>.jsonl``, which the
+data builders and the LOO harness read through ``annotations=``/``exports=``. The same repository
+at the same tip mines to the same bytes. The values read so far are kept in a journal beside the
+output, so an interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import subprocess
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import yaml
+
+from memops.core.files import write_atomic
+from memops.core.records import Catalog, CatalogEntry, ExtractedClaim
+from memops.core.sessions import Episode, Session, has_token
+from memops.data.catalog import ReadFrom
+from memops.data.export import ExportError, commit_record, export_line, git
+from memops.data.facts import KEYWORDS, READERS, Files
+from memops.data.replay import CommitRecord, note_text
+from memops.memory.claims import DEFAULT_BRANCH, DEFAULT_ENV, Key, norm
+from memops.memory.reader import UNKNOWN, answer
+from memops.memory.state import StateMemory
+from memops.operators.schemas import MAX_PAIRS
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+"""git's empty tree: what a root commit is compared with."""
+LINES_PER_FACT = 4
+LINE_CHARS = 100
+MIN_CHANGES = 5
+"""Fewer fact changes than this make no trajectory worth scoring: the repository is refused."""
+MIN_QUERIES = 8
+
+
+class MineError(RuntimeError):
+    """A repository or branch that cannot be mined, with the reason."""
+
+
+@dataclass(frozen=True)
+class Change:
+    commit: str
+    pair: str
+    value: str
+    before: str | None
+
+
+class Blobs:
+    """File contents at a commit through one ``git cat-file --batch`` process."""
+
+    def __init__(self, repo: Path) -> None:
+        self.proc = subprocess.Popen(
+            ["git", "-C", str(repo), "cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+
+    def read(self, commit: str, path: str) -> str | None:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(f"{commit}:{path}\n".encode())
+        self.proc.stdin.flush()
+        header = self.proc.stdout.readline().split()
+        if len(header) != 3 or header[1] != b"blob":
+            return None
+        data = self.proc.stdout.read(int(header[2]) + 1)[:-1]
+        return data.decode("utf-8", errors="replace")
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def folders(patterns: Iterable[str]) -> list[str]:
+    """The folders the patterns reach into (``.github/workflows``), listed besides the root."""
+    return sorted({p.rsplit("/", 1)[0] for p in patterns if "/" in p})
+
+
+def files_at(repo: Path, blobs: Blobs, commit: str, patterns: list[str]) -> Files:
+    listed = git(repo, "ls-tree", "--name-only", commit).splitlines()
+    for sub in folders(patterns):
+        listed += git(repo, "ls-tree", "-r", "--name-only", commit, "--", f"{sub}/").splitlines()
+    wanted = [p for p in listed if any(fnmatch.fnmatchcase(p, pat) for pat in patterns)]
+    found = {}
+    for path in wanted:
+        text = blobs.read(commit, path)
+        if text is not None:
+            found[path] = text
+    return found
+
+
+def facts_at(files: Files, read_from: list[ReadFrom]) -> dict[str, str | None]:
+    out = {}
+    for source in read_from:
+        mine = {p: t for p, t in files.items() if any(fnmatch.fnmatchcase(p, f) for f in source.files)}
+        out[source.pair] = READERS[source.reader](mine)
+    return out
+
+
+def same(a: str | None, b: str | None) -> bool:
+    return (a is None and b is None) or (a is not None and b is not None and norm(a) == norm(b))
+
+
+def tokens(value: str) -> list[str]:
+    """The words of a value a query's token check can look for: split at separators, each with
+    three characters or a digit (not "on", "ci"), in order, without repeats."""
+    parts = re.split(r"[\s,;()]+", norm(value))
+    return list(
+        dict.fromkeys(p for p in parts if re.search(r"\w", p) and (len(p) > 2 or re.search(r"\d", p)))
+    )
+
+
+def distinct(value: str, other: str | None) -> list[str]:
+    """The words of ``value`` that the token check does not find in ``other`` (``bsd`` is in
+    ``BSD-3-Clause``): what tells the two apart, and so what a query may forbid."""
+    return [t for t in tokens(value) if not (other and has_token(norm(other), t))]
+
+
+def required(value: str, other: str | None) -> list[str]:
+    """What an answer must hold: the words that tell ``value`` from ``other``, or all of its
+    words where none does (``MIT`` after ``MIT License``), at most three."""
+    return (distinct(value, other) or tokens(value))[:3]
+
+
+def changed_lines(repo: Path, commit: str, parent: str, paths: list[str]) -> list[tuple[str, str]]:
+    """The added and removed lines of ``paths`` in ``commit``, each with its file."""
+    if not paths:
+        return []
+    diff = git(repo, "diff", "--no-renames", "--no-color", "-U0", parent, commit, "--", *paths)
+    found, current = [], ""
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            current = line[6:] if line.startswith("+++ b/") else current
+        elif line.startswith("--- "):
+            current = line[6:] if line.startswith("--- a/") else current
+        elif line[:1] in "+-" and line[1:].strip():
+            found.append((current, line[0] + " ".join(line[1:].split())))
+    return found
+
+
+def excerpt(lines: list[tuple[str, str]], marks: list[str], keywords: Iterable[str]) -> list[str]:
+    """At most ``LINES_PER_FACT`` changed lines, in the diff's order: those holding one of
+    ``marks`` (the fact's changed words), then those holding a keyword of its reader, else the
+    first ones. Spaces and case are ignored (``>= 3.8`` holds ``>=3.8``)."""
+
+    def holds(line: str, words: Iterable[str]) -> bool:
+        flat = "".join(line.split()).lower()
+        return any("".join(w.split()).lower() in flat for w in words if w)
+
+    first = [i for i, x in enumerate(lines) if holds(x[1], marks)]
+    then = [i for i, x in enumerate(lines) if i not in first and holds(x[1], keywords)]
+    picked = sorted((first + then or list(range(len(lines))))[:LINES_PER_FACT])
+    return [f"{lines[i][0]}: {lines[i][1][:LINE_CHARS]}" for i in picked]
+
+
+def short_description(entry: CatalogEntry) -> str:
+    return entry.description.split(" (")[0]
+
+
+def parent_of(repo: Path, commit: str) -> str:
+    parents = git(repo, "rev-list", "--parents", "-n", "1", commit).split()[1:]
+    return parents[0] if parents else EMPTY_TREE
+
+
+@dataclass
+class Miner:
+    repo: Path
+    name: str
+    catalog: Catalog
+    read_from: list[ReadFrom]
+    branch: str = "HEAD"
+    since: str | None = None
+
+    def __post_init__(self) -> None:
+        self.repo = self.repo.expanduser().resolve()
+        try:
+            git(self.repo, "rev-parse", "--git-dir")
+        except ExportError as exc:
+            raise MineError(f"{self.repo}: not a git repository ({exc})") from None
+        try:
+            ref = f"{self.branch}^{{commit}}"
+            self.tip = git(self.repo, "rev-parse", "--verify", "--end-of-options", ref).strip()
+        except ExportError:
+            raise MineError(f"{self.repo}: no branch or revision {self.branch!r}") from None
+        self.patterns = sorted({p for s in self.read_from for p in s.files})
+
+    def candidates(self) -> list[str]:
+        """First-parent commits that touch a file some slot reads, oldest first."""
+        dates = [f"--since={self.since}"] if self.since else []
+        specs = [f":(glob){p}" for p in self.patterns]
+        out = git(
+            self.repo, "log", "--first-parent", "--reverse", "--format=%H", *dates, self.tip, "--", *specs
+        )
+        return out.split()
+
+    def read_all(
+        self, journal: Path, progress: Callable[[Iterable[str], int], Iterable[str]]
+    ) -> dict[str, dict]:
+        """Each candidate's facts, from the journal where a run already read them."""
+        done: dict[str, dict] = {}
+        if journal.exists():
+            for line in journal.read_text(encoding="utf-8").splitlines():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    break  # a line cut off by an interrupted run: read again from here
+                done[row["commit"]] = row["facts"]
+        todo = self.candidates()
+        first = todo[0] if todo else self.tip
+        base = parent_of(self.repo, first) if self.since else EMPTY_TREE
+        order = ([base] if base != EMPTY_TREE else []) + todo
+        blobs = Blobs(self.repo)
+        try:
+            journal.parent.mkdir(parents=True, exist_ok=True)
+            with journal.open("a", encoding="utf-8") as log:
+                for commit in progress([c for c in order if c not in done], len(order)):
+                    facts = facts_at(files_at(self.repo, blobs, commit, self.patterns), self.read_from)
+                    done[commit] = facts
+                    log.write(json.dumps({"commit": commit, "facts": facts}, sort_keys=True) + "\n")
+                    log.flush()
+        finally:
+            blobs.close()
+        self.base = base
+        return {c: done[c] for c in order}
+
+    def changes(self, facts: dict[str, dict]) -> list[Change]:
+        pairs = self.catalog.pairs()
+        state: dict[str, str | None] = dict(facts.get(self.base, dict.fromkeys(pairs)))
+        found = []
+        for commit, values in facts.items():
+            if commit == self.base:
+                continue
+            for pair in pairs:
+                new = values.get(pair)
+                if not same(new, state.get(pair)) and new is not None:
+                    found.append(Change(commit, pair, new, state.get(pair)))
+                state[pair] = new
+        return found
+
+
+def mine(
+    miner: Miner, out: Path, progress: Callable[[Iterable[str], int], Iterable[str]] = lambda it, n: it
+) -> tuple[Path, Path, int]:
+    """Write ``<out>/<name>.yaml`` and ``<name>.jsonl``; returns them and the claim count."""
+    journal = out / f".{miner.name}.mined.jsonl"
+    facts = miner.read_all(journal, progress)
+    changes = miner.changes(facts)
+    if len(changes) < MIN_CHANGES:
+        raise MineError(
+            f"{miner.repo}: {len(changes)} fact change(s) on {miner.branch}"
+            f"{f' since {miner.since}' if miner.since else ''}; a trajectory needs at least {MIN_CHANGES}"
+        )
+    by_commit: dict[str, list[Change]] = {}
+    for change in changes:
+        by_commit.setdefault(change.commit, []).append(change)
+    # A note states at most MAX_PAIRS facts, as many as the two-stage extractor can list; the
+    # rest of a commit that changes more (a first pyproject.toml) go unrecorded, in catalog order.
+    changes = [c for found in by_commit.values() for c in found[:MAX_PAIRS]]
+    records = [commit_record(miner.repo, sha, miner.name) for sha in by_commit]
+    sources = {s.pair: s for s in miner.read_from}
+    entries = {e.pair: e for e in miner.catalog.entries}
+    commits = []
+    for record in records:
+        found = by_commit[record.commit][:MAX_PAIRS]
+        parent = parent_of(miner.repo, record.commit)
+        lines: list[str] = []
+        for change in found:
+            paths = [
+                p for p in record.files if any(fnmatch.fnmatchcase(p, f) for f in sources[change.pair].files)
+            ]
+            marks = distinct(change.value, change.before)
+            keywords = KEYWORDS[sources[change.pair].reader]
+            for line in excerpt(changed_lines(miner.repo, record.commit, parent, paths), marks, keywords):
+                if line not in lines:
+                    lines.append(line)
+        summary = (
+            "Changed lines: " + " | ".join(lines) if lines else "Changed files: " + ", ".join(record.files)
+        )
+        claims = [claim(c.pair, c.value, "code-change") for c in found]
+        commits.append({"commit": record.short, "summary": summary, "claims": claims})
+    last = max(landed(r) for r in records)
+    noise = distractors(miner.name, changes, entries, last)
+    memory = gold_replay(miner.name, miner.catalog, records, commits, noise)
+    annotation = {
+        "trajectory": miner.name,
+        "catalog": [
+            {"entity": e.entity, "slot": e.slot, "description": e.description} for e in miner.catalog.entries
+        ],
+        "commits": commits,
+        "distractors": noise,
+        "queries": queries(miner.name, changes, records, entries, memory, noise),
+    }
+    if len(annotation["queries"]) < MIN_QUERIES:
+        raise MineError(
+            f"{miner.repo}: its history makes {len(annotation['queries'])} queries, fewer than {MIN_QUERIES}"
+        )
+    header = (
+        f"# Mined by `memops mine` from {miner.name} at {miner.tip[:12]} ({miner.branch}"
+        f"{f', since {miner.since}' if miner.since else ''}): values as the repository's files state them.\n"
+    )
+    yaml_path = write_atomic(out / f"{miner.name}.yaml", header + dump(annotation))
+    jsonl_path = write_atomic(out / f"{miner.name}.jsonl", "".join(export_line(r) + "\n" for r in records))
+    journal.unlink(missing_ok=True)
+    return yaml_path, jsonl_path, len(changes)
+
+
+def claim(pair: str, value: str, evidence: str, branch: str | None = None) -> dict:
+    entity, slot = pair.split(".", 1)
+    out = {"entity": entity, "slot": slot, "value": value}
+    if branch:
+        out["branch"] = branch
+    return {**out, "evidence_type": evidence}
+
+
+def stale_pairs(changes: list[Change]) -> list[Change]:
+    """The last change of each slot that had an earlier value, most changed slots first."""
+    last: dict[str, Change] = {}
+    count: dict[str, int] = {}
+    for c in changes:
+        count[c.pair] = count.get(c.pair, 0) + 1
+        if c.before is not None:
+            last[c.pair] = c
+    return sorted(last.values(), key=lambda c: (-count[c.pair], c.pair))
+
+
+def distractors(
+    name: str, changes: list[Change], entries: dict[str, CatalogEntry], last: datetime
+) -> list[dict]:
+    """Notes after the last commit that state an old value: two stale documents, a contributor's
+    belief and a maintenance branch that keeps the first value. Each names the project, so that
+    no two trajectories share a note (a shared one would leak a held-out note into training)."""
+    stale = stale_pairs(changes)
+    if not stale:
+        raise MineError(f"{name}: no fact changed after it was first stated, so nothing can be stale")
+    out = []
+    kinds = [
+        (
+            "stale",
+            "Old contributing guide",
+            "The contributing guide of {name} still says {what}: {value}.",
+            "stale-observation",
+        ),
+        (
+            "stale",
+            "Outdated wiki page",
+            "A wiki page on {name} written a while ago gives {what} as {value}.",
+            "stale-observation",
+        ),
+        (
+            "belief",
+            "Chat with a contributor",
+            "A contributor to {name} believes {what} is {value}.",
+            "human-note",
+        ),
+    ]
+    for i, (kind, title, text, evidence) in enumerate(kinds):
+        change = stale[i % len(stale)]
+        what = short_description(entries[change.pair])
+        at = (last + timedelta(days=i + 1)).isoformat()
+        out.append(
+            {
+                "id": f"{name}-{kind}-{i + 1}",
+                "at": at,
+                "title": title,
+                "text": text.format(name=name, what=what, value=change.before),
+                "claims": [claim(change.pair, str(change.before), evidence)],
+            }
+        )
+    first = next(c for c in changes if c.pair == stale[0].pair)
+    what = short_description(entries[first.pair])
+    out.append(
+        {
+            "id": f"{name}-branch-1",
+            "at": (last + timedelta(days=len(kinds) + 1)).isoformat(),
+            "title": "Maintenance branch",
+            "text": f"The maint/legacy branch of {name} keeps {what} at {first.value}.",
+            "claims": [claim(first.pair, first.value, "branch-experiment", branch="maint/legacy")],
+        }
+    )
+    return out
+
+
+def target(pair: str, **extra: str) -> dict:
+    entity, slot = pair.split(".", 1)
+    return {"entity": entity, "slot": slot, **extra}
+
+
+def landed(record: CommitRecord) -> datetime:
+    """When a commit landed, as a trajectory dates its session."""
+    return record.committed_at or record.author_date
+
+
+def gold_replay(
+    name: str, catalog: Catalog, records: list[CommitRecord], commits: list[dict], noise: list[dict]
+) -> StateMemory:
+    """The engine once the trajectory's gold claims are written, in the order and with the notes
+    ``data.replay`` gives them: a session is dated when its commit landed, and a history whose
+    commits landed out of order (a rebased branch fast-forwarded) is replayed in landing order,
+    as the queries' answers must be."""
+    sessions = [
+        Session(
+            id=f"{name}-{r.short}",
+            at=landed(r),
+            commit=r.short,
+            title=r.subject,
+            text=note_text(r, c["summary"]),
+            files=r.files,
+            claims=tuple(ExtractedClaim.model_validate(x) for x in c["claims"]),
+        )
+        for r, c in zip(records, commits, strict=True)
+    ]
+    sessions += [
+        Session(
+            id=d["id"],
+            at=d["at"],
+            title=d["title"],
+            text=d["text"],
+            claims=tuple(ExtractedClaim.model_validate(x) for x in d["claims"]),
+        )
+        for d in noise
+    ]
+    sessions.sort(key=lambda s: s.at)
+    return Episode(
+        id=name, source="trajectory", family="trajectory", catalog=catalog, sessions=tuple(sessions)
+    ).replay()
+
+
+def queries(
+    name: str,
+    changes: list[Change],
+    records: list[CommitRecord],
+    entries: dict[str, CatalogEntry],
+    memory: StateMemory,
+    noise: list[dict],
+) -> list[dict]:
+    """Each slot's value now (``stale-suppression`` where a distractor states an old one), its
+    value at a time between its last two changes, and the commit of its current value; every
+    answer read off the gold replay, so that the engine's rules define it, as they define every
+    label."""
+    at = {r.commit: landed(r) for r in records}
+    history: dict[str, list[Change]] = {}
+    for c in changes:
+        history.setdefault(c.pair, []).append(c)
+    stale = {}
+    for d in noise:
+        for c in d["claims"]:
+            if "branch" not in c:
+                stale.setdefault(f"{c['entity']}.{c['slot']}", c["value"])
+    out: list[dict] = []
+
+    def add(kind: str, question: str, tgt: dict, required: list[str], forbidden: list[str] = ()) -> None:
+        query = {"id": f"{name}-q{len(out) + 1}", "type": kind, "question": question, "target": tgt}
+        query["required"] = required
+        if forbidden := [t for t in forbidden if t not in required]:
+            query["forbidden"] = forbidden
+        out.append(query)
+
+    def key(pair: str) -> Key:
+        entity, slot = pair.split(".", 1)
+        return Key(entity, slot, DEFAULT_BRANCH, DEFAULT_ENV)
+
+    for pair in entries:
+        now = answer(memory, key(pair), "value")
+        if pair not in history or now == UNKNOWN:
+            continue
+        what = short_description(entries[pair])
+        if pair in stale:
+            question = f"Which value holds now for {what}?"
+            forbidden = distinct(stale[pair], now)[:3]
+            add("stale-suppression", question, target(pair), required(now, stale[pair]), forbidden)
+        else:
+            add(
+                "current-state",
+                f"Which value holds for {what}?",
+                target(pair),
+                required(now, history[pair][-1].before),
+            )
+    for pair, seq in history.items():
+        if len(seq) < 2:
+            continue
+        middle = at[seq[-2].commit] + (at[seq[-1].commit] - at[seq[-2].commit]) / 2
+        now, then = answer(memory, key(pair), "value"), answer(memory, key(pair), "value_at", middle)
+        if then == UNKNOWN or same(now, then):
+            continue
+        what = short_description(entries[pair])
+        question = f"Which value held for {what} on {middle.date().isoformat()}?"
+        tgt = target(pair, ask="value_at", at=middle.isoformat())
+        add("temporal", question, tgt, required(then, now), distinct(now, then)[:3])
+    for pair in history:
+        commit = answer(memory, key(pair), "commit")
+        if commit not in (UNKNOWN, "none"):
+            what = short_description(entries[pair])
+            add("provenance", f"Which commit set the current {what}?", target(pair, ask="commit"), [commit])
+    return out
+
+
+def dump(data: dict) -> str:
+    """Block YAML in the annotation's own order; a text that would read as a number is quoted."""
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)

@@ -1,0 +1,272 @@
+"""memops mine over a repository made here: a dozen commits that change config files as people do
+(facts added, moved between files, replaced, a commit that changes nothing), mined to exactly the
+trajectory the files state; deterministic, resumable, and refusing what it cannot read."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memops.core.sources import Sources
+from memops.data.catalog import load_read_from
+from memops.data.mine import MineError, Miner, mine
+from memops.data.problems import DataError
+from memops.data.replay import load_trajectory
+from tests.data.test_export import git
+
+SETUP_PY = """from setuptools import setup
+
+setup(
+    name="demo",
+    python_requires=">=3.7",
+    install_requires=["click>=7.0", "attrs"],
+    license="MIT",
+)
+"""
+WORKFLOW = """on: push
+jobs:
+  test:
+    runs-on: {runs_on}
+    steps:
+      - run: pytest
+"""
+PRE_COMMIT = "repos:\n" + "".join(
+    f"  - repo: https://example.com/{hook}\n    hooks:\n      - id: {hook}\n" for hook in ("{0}", "{1}")
+)
+PYPROJECT = """[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+
+[project]
+name = "demo"
+description = "{description}"
+requires-python = "{python}"
+dependencies = ["click>=8.0", "attrs"]
+license = "{licence}"
+"""
+
+HISTORY: list[tuple[str, dict[str, str | None]]] = [
+    ("Initial layout", {"setup.py": SETUP_PY}),
+    ("Add a README", {"README.md": "# demo\n"}),
+    ("Configure pytest", {"setup.cfg": "[tool:pytest]\ntestpaths = tests\n"}),
+    ("Run CI on GitHub", {".github/workflows/test.yml": WORKFLOW.format(runs_on="ubuntu-latest")}),
+    (
+        "Lint in pre-commit",
+        {".pre-commit-config.yaml": "repos:\n  - repo: x\n    hooks:\n      - id: flake8\n"},
+    ),
+    (
+        "Test on macOS too",
+        {
+            ".github/workflows/test.yml": WORKFLOW.format(runs_on="${{ matrix.os }}")
+            + "    strategy:\n      matrix:\n        os: [ubuntu-latest, macos-latest]\n"
+        },
+    ),
+    (
+        "Move the metadata to pyproject.toml",
+        {
+            "setup.py": None,
+            "pyproject.toml": PYPROJECT.format(description="a demo", python=">=3.8", licence="MIT"),
+        },
+    ),
+    ("Format with black", {".pre-commit-config.yaml": PRE_COMMIT.format("flake8", "black")}),
+    (
+        "Replace flake8 and black with ruff",
+        {".pre-commit-config.yaml": PRE_COMMIT.format("ruff", "ruff-format")},
+    ),
+    (
+        "Reword the description",
+        {"pyproject.toml": PYPROJECT.format(description="a small demo", python=">=3.8", licence="MIT")},
+    ),
+    (
+        "Drop Python 3.8",
+        {"pyproject.toml": PYPROJECT.format(description="a small demo", python=">= 3.9", licence="MIT")},
+    ),
+    (
+        "Relicense",
+        {
+            "pyproject.toml": PYPROJECT.format(
+                description="a small demo", python=">= 3.9", licence="Apache-2.0"
+            )
+        },
+    ),
+]
+
+EXPECTED = [
+    (
+        "Initial layout",
+        [
+            ("python.supported_versions", ">=3.7"),
+            ("project.license", "MIT"),
+            ("dependencies.minimums", "click>=7.0"),
+        ],
+    ),
+    ("Configure pytest", [("tests.runner", "pytest")]),
+    ("Run CI on GitHub", [("ci.platforms", "GitHub Actions on Linux")]),
+    ("Lint in pre-commit", [("lint.linter", "flake8")]),
+    ("Test on macOS too", [("ci.platforms", "GitHub Actions on Linux, macOS")]),
+    (
+        "Move the metadata to pyproject.toml",
+        [
+            ("python.supported_versions", ">=3.8"),
+            ("build.backend", "hatchling.build"),
+            ("dependencies.minimums", "click>=8.0"),
+        ],
+    ),
+    ("Format with black", [("lint.formatter", "black")]),
+    ("Replace flake8 and black with ruff", [("lint.linter", "ruff"), ("lint.formatter", "ruff format")]),
+    ("Drop Python 3.8", [("python.supported_versions", ">=3.9")]),
+    ("Relicense", [("project.license", "Apache-2.0")]),
+]
+"""What the files state, commit by commit: the README and the reworded description change no
+fact, moving the licence from setup.py to pyproject.toml keeps it, and pytest stays configured
+when setup.cfg does."""
+
+
+def make_repo(path: Path) -> None:
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    for day, (subject, files) in enumerate(HISTORY, start=1):
+        for name, text in files.items():
+            target = path / name
+            if text is None:
+                target.unlink()
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", subject, date=f"2024-03-{day:02d}T10:00:00+01:00")
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("mine") / "demo"
+    make_repo(path)
+    return path
+
+
+def run_mine(repo: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    argv = [
+        sys.executable,
+        "-m",
+        "memops",
+        "mine",
+        str(repo),
+        "--catalog",
+        "python-project",
+        "--out",
+        str(out),
+    ]
+    return subprocess.run([*argv, *extra], capture_output=True, text=True, timeout=300)
+
+
+def test_mining_gives_exactly_what_the_files_state(repo: Path, tmp_path: Path) -> None:
+    done = run_mine(repo, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "demo: 15 fact changes mined" in done.stdout
+    episode = load_trajectory("demo", Sources.of([tmp_path], [tmp_path]))
+    commits = [s for s in episode.sessions if s.commit]
+    assert [(s.title, [(c.pair, c.value) for c in s.claims]) for s in commits] == EXPECTED
+    assert {c.evidence_type for s in commits for c in s.claims} == {"code-change"}
+
+    # The note carries the changed lines that state the fact, whatever the subject says.
+    drop = next(s for s in commits if s.title == "Drop Python 3.8")
+    assert (
+        'pyproject.toml: -requires-python = ">=3.8" | pyproject.toml: +requires-python = ">= 3.9"'
+        in drop.text
+    )
+    moved = next(s for s in commits if s.title.startswith("Move the metadata"))
+    assert 'setup.py: -python_requires=">=3.7",' in moved.text and "build-backend" in moved.text
+
+    # Distractors after the last commit state old values; queries ask the value now, then, and
+    # the commit of each slot's last change.
+    last = max(s.at for s in commits)
+    stale = [s for s in episode.sessions if not s.commit]
+    assert len(stale) == 4 and all(s.at > last for s in stale)
+    olds = {(p, v) for _, claims in EXPECTED for p, v in claims} - {(c.pair, c.value) for c in drop.claims}
+    assert all((c.pair, c.value) in olds for s in stale for c in s.claims)
+    assert [c.branch for c in stale[-1].claims] == ["maint/legacy"]
+    kinds = [q.type for q in episode.queries]
+    assert kinds.count("provenance") == 8 and "temporal" in kinds and "stale-suppression" in kinds
+    provenance = {q.target.key.slot: q.required for q in episode.queries if q.type == "provenance"}
+    relicense = next(s for s in commits if s.title == "Relicense")
+    assert provenance["license"] == (relicense.commit,)
+    now = next(
+        q for q in episode.queries if q.target.slot == "supported_versions" and q.target.ask == "value"
+    )
+    assert now.accepts(">=3.9") and not now.accepts(">=3.8")
+
+
+def test_the_same_repository_mines_to_the_same_bytes_and_an_interrupted_run_resumes(
+    repo: Path, tmp_path: Path
+) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert run_mine(repo, first).returncode == 0
+    catalog, read_from = load_read_from("python-project")
+    miner = Miner(repo, "demo", catalog, read_from)
+    journal = second / ".demo.mined.jsonl"
+    read: list[str] = []
+
+    def cut(commits, total):  # reads four commits, then the run dies mid-line
+        for i, commit in enumerate(commits):
+            if i == 4:
+                journal.write_text(journal.read_text() + '{"commit": "0a1b')
+                raise KeyboardInterrupt
+            read.append(commit)
+            yield commit
+
+    with pytest.raises(KeyboardInterrupt):
+        mine(miner, second, cut)
+    assert len(journal.read_text().splitlines()) == 5  # four whole lines and the cut one
+    again: list[str] = []
+    mine(miner, second, lambda commits, total: (again.append(c) or c for c in commits))
+    assert not set(read) & set(again) and len(read) + len(again) == 11  # every config commit read once
+    for name in ("demo.yaml", "demo.jsonl"):
+        assert (second / name).read_bytes() == (first / name).read_bytes()
+    assert not journal.exists()
+
+
+def test_what_cannot_be_mined_is_refused_with_the_reason(repo: Path, tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    done = run_mine(plain, tmp_path / "out")
+    assert done.returncode == 1 and "not a git repository" in done.stderr
+
+    done = run_mine(repo, tmp_path / "out", "--branch", "nowhere")
+    assert done.returncode == 1 and "no branch or revision 'nowhere'" in done.stderr
+
+    done = run_mine(repo, tmp_path / "out", "--since", "2024-03-11T00:00:00+01:00")
+    assert done.returncode == 1 and "2 fact change(s) on HEAD since 2024-03-11T00:00:00+01:00" in done.stderr
+
+    catalog = tmp_path / "slots.yaml"
+    catalog.write_text(
+        "catalog:\n  - {entity: python, slot: versions, description: the versions}\n"
+        "read_from:\n  python.versions: {reader: guess, files: [setup.py]}\n"
+    )
+    with pytest.raises(DataError) as caught:
+        load_read_from(catalog)
+    assert f"{catalog}:4: read_from.python.versions.reader: unknown reader 'guess'" in str(caught.value)
+    done = subprocess.run(
+        [sys.executable, "-m", "memops", "mine", str(repo), "--catalog", str(catalog)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1 and "unknown reader 'guess'" in done.stderr
+    assert not (tmp_path / "outputs").exists()
+
+    with pytest.raises(MineError, match="needs at least 5"):
+        mine(
+            Miner(repo, "demo", *load_read_from("python-project"), since="2024-03-10T00:00:00+01:00"),
+            tmp_path / "x",
+        )
+
+
+def test_a_shipped_catalog_without_read_from_cannot_be_mined(tmp_path: Path) -> None:
+    catalog = tmp_path / "slots.yaml"
+    catalog.write_text("catalog:\n  - {entity: python, slot: versions, description: the versions}\n")
+    with pytest.raises(DataError, match="no read_from"):
+        load_read_from(catalog)
