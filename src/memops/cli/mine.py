@@ -23,6 +23,7 @@ from memops.data.catalog import load_read_from
 from memops.data.export import ExportError
 from memops.data.mine import MineError, Miner, mine
 from memops.data.problems import DataError
+from memops.track.git import SINCE_HELP
 
 
 def main() -> None:
@@ -35,9 +36,7 @@ def main() -> None:
     )
     parser.add_argument("--name", help="the trajectory's name (default: the repository folder's)")
     parser.add_argument("--branch", default="HEAD", help="the branch (or any revision) to follow")
-    parser.add_argument(
-        "--since", help="only commits since this date (git's --since); earlier values are the start"
-    )
+    parser.add_argument("--since", help=SINCE_HELP + "; the values before it are the start")
     parser.add_argument("--out", type=Path, default=Path(OUTPUTS) / "mined", help="default: outputs/mined")
     args = parser.parse_args()
     repo = args.repository.expanduser().resolve()

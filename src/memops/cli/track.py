@@ -29,7 +29,7 @@ from memops.data.export import ExportError
 from memops.data.problems import DataError
 from memops.operators.backends import BackendError
 from memops.operators.learned import EXTRACT_MODES
-from memops.track.git import commits, is_ancestor
+from memops.track.git import SINCE_HELP, commits, is_ancestor
 from memops.track.memory import InputError, ProjectMemory, open_memory
 
 
@@ -65,7 +65,7 @@ def main() -> None:
     parser.add_argument("repository", type=Path)
     parser.add_argument("--catalog", required=True, help="a catalog YAML, or a shipped one: python-project")
     parser.add_argument("--branch", default="HEAD", help="the branch (or any revision) to follow")
-    parser.add_argument("--since", help="only commits authored since this date (git's --since)")
+    parser.add_argument("--since", help=SINCE_HELP)
     parser.add_argument("--until", help="only commits authored until this date (git's --until)")
     parser.add_argument("--adapters", type=Path, help="a fold's adapters (default: the model's all fold)")
     parser.add_argument("--model", default="tiny", help="the base the adapters were trained on")

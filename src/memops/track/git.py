@@ -15,6 +15,11 @@ from memops.data.export import git
 
 LOG_TIMEOUT_S = 300
 """A whole branch's log in one call takes longer than one commit's."""
+SINCE_HELP = (
+    "only commits since this moment, as git's --since reads it: give a time (2024-01-01T00:00Z); "
+    "a bare date is that day at the time of day the command runs"
+)
+"""The one help text of every --since that reaches git."""
 RECORD, FIELD = "\x1e", "\x00"
 """What git's ``%x1e`` and ``%x00`` print between records and fields (an argument list cannot
 carry the bytes themselves)."""
