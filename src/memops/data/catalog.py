@@ -14,7 +14,15 @@ from pydantic import ValidationError
 
 from memops.core.records import Catalog, CatalogEntry
 from memops.data.facts import READERS
-from memops.data.problems import DataError, Problem, field_name, from_validation, line_of, yaml_with_lines
+from memops.data.problems import (
+    DataError,
+    Path_,
+    Problem,
+    field_name,
+    from_validation,
+    line_of,
+    yaml_with_lines,
+)
 
 CATALOGS = Path(__file__).resolve().parent / "catalogs"
 """Shipped catalogs, named without ``.yaml``: ``python-project``."""
@@ -33,7 +41,10 @@ def load_catalog(path: str | Path) -> Catalog:
     """The catalog of a file or of a shipped name. A malformed slot is refused with the file,
     its line and the field (``DataError``)."""
     path = catalog_file(path)
-    data, lines = yaml_with_lines(path)
+    return parse_catalog(path, *yaml_with_lines(path))
+
+
+def parse_catalog(path: Path, data: object, lines: dict[Path_, int]) -> Catalog:
     rows, prefix = (data.get("catalog"), ("catalog",)) if isinstance(data, dict) else (data, ())
     if not isinstance(rows, list) or not rows:
         why = "expected a list of {entity, slot, description} (or one under catalog:)"
@@ -62,9 +73,9 @@ class ReadFrom:
 def load_read_from(path: str | Path) -> tuple[Catalog, list[ReadFrom]]:
     """A catalog and, in its order, where each slot is read; a slot without a source, a source
     without a slot, an unknown reader or an empty file list is refused with its line."""
-    catalog = load_catalog(path)
     path = catalog_file(path)
     data, lines = yaml_with_lines(path)
+    catalog = parse_catalog(path, data, lines)
     table = data.get("read_from") if isinstance(data, dict) else None
     if not isinstance(table, dict) or not table:
         why = "no read_from: mapping each entity.slot to {reader, files}, so nothing can be mined"

@@ -211,16 +211,16 @@ with "Neither the name" is the 3-clause one)."""
 def licence(files: Files) -> str | None:
     """The licence the metadata states (``license`` of pyproject, setup.cfg or setup.py, else
     its licence classifier), else the one the LICENSE file's text identifies."""
-    project = pyproject(files).get("project", {})
+    project, setup = pyproject(files).get("project", {}), setup_py(files)
     stated = project.get("license")
     if isinstance(stated, dict):
         stated = stated.get("text")
-    classifiers = project.get("classifiers") or setup_py(files).get("classifiers") or []
+    classifiers = project.get("classifiers") or setup.get("classifiers") or []
     from_classifier = [c.removeprefix(_CLASSIFIER) for c in classifiers if str(c).startswith(_CLASSIFIER)]
     stated = (
         stated
         or ini(files, "setup.cfg").get("metadata", "license", fallback=None)
-        or setup_py(files).get("license")
+        or setup.get("license")
         or (from_classifier[0] if from_classifier else None)
     )
     if isinstance(stated, str) and stated.strip() and "\n" not in stated.strip():

@@ -28,12 +28,12 @@ from pathlib import Path
 import yaml
 
 from memops.core.files import write_atomic
-from memops.core.records import Catalog, CatalogEntry, ExtractedClaim
-from memops.core.sessions import Episode, Session, has_token
+from memops.core.records import Catalog, CatalogEntry
+from memops.core.sessions import Episode, has_token
 from memops.data.catalog import ReadFrom
 from memops.data.export import ExportError, commit_record, export_line, git
 from memops.data.facts import KEYWORDS, READERS, Files
-from memops.data.replay import CommitRecord, note_text
+from memops.data.replay import CommitAnnotation, CommitRecord, Distractor, commit_session, distractor_session
 from memops.memory.claims import DEFAULT_BRANCH, DEFAULT_ENV, Key, norm
 from memops.memory.reader import UNKNOWN, answer
 from memops.memory.state import StateMemory
@@ -208,8 +208,9 @@ class Miner:
 
     def read_all(
         self, journal: Path, progress: Callable[[Iterable[str], int], Iterable[str]]
-    ) -> dict[str, dict]:
-        """Each candidate's facts, from the journal where a run already read them."""
+    ) -> tuple[dict[str, str | None], dict[str, dict]]:
+        """The values before the first candidate (none, or with ``since`` those of its parent)
+        and each candidate's, oldest first; from the journal where a run already read them."""
         done: dict[str, dict] = {}
         if journal.exists():
             for line in journal.read_text(encoding="utf-8").splitlines():
@@ -233,17 +234,14 @@ class Miner:
                     log.flush()
         finally:
             blobs.close()
-        self.base = base
-        return {c: done[c] for c in order}
+        start = done[base] if base != EMPTY_TREE else dict.fromkeys(self.catalog.pairs())
+        return start, {c: done[c] for c in todo}
 
-    def changes(self, facts: dict[str, dict]) -> list[Change]:
-        pairs = self.catalog.pairs()
-        state: dict[str, str | None] = dict(facts.get(self.base, dict.fromkeys(pairs)))
+    def changes(self, start: dict[str, str | None], facts: dict[str, dict]) -> list[Change]:
+        state = dict(start)
         found = []
         for commit, values in facts.items():
-            if commit == self.base:
-                continue
-            for pair in pairs:
+            for pair in self.catalog.pairs():
                 new = values.get(pair)
                 if not same(new, state.get(pair)) and new is not None:
                     found.append(Change(commit, pair, new, state.get(pair)))
@@ -256,8 +254,7 @@ def mine(
 ) -> tuple[Path, Path, int]:
     """Write ``<out>/<name>.yaml`` and ``<name>.jsonl``; returns them and the claim count."""
     journal = out / f".{miner.name}.mined.jsonl"
-    facts = miner.read_all(journal, progress)
-    changes = miner.changes(facts)
+    changes = miner.changes(*miner.read_all(journal, progress))
     if len(changes) < MIN_CHANGES:
         raise MineError(
             f"{miner.repo}: {len(changes)} fact change(s) on {miner.branch}"
@@ -268,13 +265,14 @@ def mine(
         by_commit.setdefault(change.commit, []).append(change)
     # A note states at most MAX_PAIRS facts, as many as the two-stage extractor can list; the
     # rest of a commit that changes more (a first pyproject.toml) go unrecorded, in catalog order.
-    changes = [c for found in by_commit.values() for c in found[:MAX_PAIRS]]
+    by_commit = {sha: found[:MAX_PAIRS] for sha, found in by_commit.items()}
+    changes = [c for found in by_commit.values() for c in found]
     records = [commit_record(miner.repo, sha, miner.name) for sha in by_commit]
     sources = {s.pair: s for s in miner.read_from}
     entries = {e.pair: e for e in miner.catalog.entries}
     commits = []
     for record in records:
-        found = by_commit[record.commit][:MAX_PAIRS]
+        found = by_commit[record.commit]
         parent = parent_of(miner.repo, record.commit)
         lines: list[str] = []
         for change in found:
@@ -291,7 +289,7 @@ def mine(
         )
         claims = [claim(c.pair, c.value, "code-change") for c in found]
         commits.append({"commit": record.short, "summary": summary, "claims": claims})
-    last = max(landed(r) for r in records)
+    last = max(r.landed for r in records)
     noise = distractors(miner.name, changes, entries, last)
     memory = gold_replay(miner.name, miner.catalog, records, commits, noise)
     annotation = {
@@ -398,40 +396,18 @@ def target(pair: str, **extra: str) -> dict:
     return {"entity": entity, "slot": slot, **extra}
 
 
-def landed(record: CommitRecord) -> datetime:
-    """When a commit landed, as a trajectory dates its session."""
-    return record.committed_at or record.author_date
-
-
 def gold_replay(
     name: str, catalog: Catalog, records: list[CommitRecord], commits: list[dict], noise: list[dict]
 ) -> StateMemory:
     """The engine once the trajectory's gold claims are written, in the order and with the notes
-    ``data.replay`` gives them: a session is dated when its commit landed, and a history whose
-    commits landed out of order (a rebased branch fast-forwarded) is replayed in landing order,
-    as the queries' answers must be."""
+    ``data.replay`` gives them (``commit_session``): a session is dated when its commit landed,
+    so a history whose commits landed out of order (a rebased branch fast-forwarded) is replayed
+    in landing order, as the queries' answers must be."""
     sessions = [
-        Session(
-            id=f"{name}-{r.short}",
-            at=landed(r),
-            commit=r.short,
-            title=r.subject,
-            text=note_text(r, c["summary"]),
-            files=r.files,
-            claims=tuple(ExtractedClaim.model_validate(x) for x in c["claims"]),
-        )
+        commit_session(name, r, CommitAnnotation.model_validate(c))
         for r, c in zip(records, commits, strict=True)
     ]
-    sessions += [
-        Session(
-            id=d["id"],
-            at=d["at"],
-            title=d["title"],
-            text=d["text"],
-            claims=tuple(ExtractedClaim.model_validate(x) for x in d["claims"]),
-        )
-        for d in noise
-    ]
+    sessions += [distractor_session(Distractor.model_validate(d)) for d in noise]
     sessions.sort(key=lambda s: s.at)
     return Episode(
         id=name, source="trajectory", family="trajectory", catalog=catalog, sessions=tuple(sessions)
@@ -450,7 +426,7 @@ def queries(
     value at a time between its last two changes, and the commit of its current value; every
     answer read off the gold replay, so that the engine's rules define it, as they define every
     label."""
-    at = {r.commit: landed(r) for r in records}
+    at = {r.commit: r.landed for r in records}
     history: dict[str, list[Change]] = {}
     for c in changes:
         history.setdefault(c.pair, []).append(c)

@@ -47,6 +47,12 @@ class CommitRecord(BaseModel):
     insertions: int = Field(ge=0)
     deletions: int = Field(ge=0)
 
+    @property
+    def landed(self) -> Timestamp:
+        """When the commit landed, as its session is dated: the committer date where the export
+        has it, else the author date."""
+        return self.committed_at or self.author_date
+
 
 class CommitAnnotation(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -159,6 +165,23 @@ def prefixed(index: list[str], prefix: str) -> list[str]:
     return [h for h in index[start : start + 2] if h.startswith(prefix)]
 
 
+def commit_session(name: str, record: CommitRecord, annotation: CommitAnnotation) -> Session:
+    """An annotated commit as the session a trajectory replays: dated when it landed."""
+    return Session(
+        id=f"{name}-{record.short}",
+        at=record.landed,
+        commit=record.short,
+        title=record.subject,
+        text=note_text(record, annotation.summary),
+        files=record.files,
+        claims=annotation.claims,
+    )
+
+
+def distractor_session(d: Distractor) -> Session:
+    return Session(id=d.id, at=d.at, title=d.title, text=" ".join(d.text.split()), claims=d.claims)
+
+
 def load_trajectory(name: str, sources: Sources) -> Episode:
     episode, problems = check_trajectory(name, sources)
     if problems:
@@ -254,17 +277,7 @@ def check_trajectory(name: str, sources: Sources) -> tuple[Episode | None, list[
             continue
         annotated_at[record.commit] = i
         check_pairs(commit.claims, ("commits", i))
-        sessions.append(
-            Session(
-                id=f"{name}-{record.short}",
-                at=record.committed_at or record.author_date,
-                commit=record.short,
-                title=record.subject,
-                text=note_text(record, commit.summary),
-                files=record.files,
-                claims=commit.claims,
-            )
-        )
+        sessions.append(commit_session(name, record, commit))
     annotated = {s.commit for s in sessions}
     for number, record in numbered:
         if record.short not in annotated:
@@ -274,9 +287,7 @@ def check_trajectory(name: str, sources: Sources) -> tuple[Episode | None, list[
     for i, d in enumerate(ann.distractors):
         check_pairs(d.claims, ("distractors", i))
         try:
-            sessions.append(
-                Session(id=d.id, at=d.at, title=d.title, text=" ".join(d.text.split()), claims=d.claims)
-            )
+            sessions.append(distractor_session(d))
         except ValidationError as exc:
             problems += from_validation(exc, ann_path, lines, ("distractors", i))
     for i, q in enumerate(ann.queries):
