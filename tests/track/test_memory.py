@@ -159,3 +159,8 @@ def test_the_learned_memory_on_the_tiny_model(
         loaded = ProjectMemory.load(path, mem.ops)
     assert isinstance(loaded.state.decide, LearnedDecide) and loaded.state == mem.state
     assert loaded.seen == ["a684a36", "b684a36"]
+    looked = ProjectMemory.load(path)  # no operators: it answers, and reads no note
+    assert looked.state == mem.state and looked.render() == mem.render()
+    with pytest.raises(InputError, match="engine=learned reads notes with learned operators"):
+        looked.add_note("Relicense under MIT", "2026-03-10T10:00:00Z", commit="c684a36")
+    assert looked.seen == ["a684a36", "b684a36"]

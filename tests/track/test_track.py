@@ -71,8 +71,10 @@ def test_track_reads_each_commit_once_and_resumes(
     assert all(k["commit"] in shas for k in state["keys"])  # every value names its commit
     assert (out / "state.md").read_text().startswith("# mylib")
 
-    again = track(work, repo, trained_adapters, tiny_model)
+    # Nothing new: the saved memory answers without its adapters (none here), so no model loads.
+    again = track(work, repo, tmp_path / "no-adapters", tiny_model)
     assert again.returncode == 0 and "12 commits on HEAD, 0 new" in again.stdout, again.stderr
+    assert json.loads((out / "state.json").read_text()) == state
 
     (repo / "LICENSE").write_text("BSD-3-Clause\n")
     git(repo, "commit", "-qam", "Relicense under BSD", date="2024-04-01T10:00:00+01:00")

@@ -19,6 +19,7 @@ import argparse
 import json
 import sys
 from collections import Counter
+from contextlib import nullcontext
 from pathlib import Path
 
 from tqdm import tqdm
@@ -84,30 +85,34 @@ def main() -> None:
     try:
         history = commits(repo, args.branch, args.since, args.until)
         load = saved if saved.exists() and not args.reset else None
-        if load:
-            seen = json.loads(saved.read_text())["seen"]
-            gone = [sha for sha in seen if not is_ancestor(repo, sha, args.branch)]
-            if gone:
-                raise InputError(
-                    f"{repo}: {len(gone)} commit(s) this memory read are no longer on {args.branch} "
-                    f"(first: {gone[0][:9]}): its history was rewritten; --reset reads it again"
-                )
-        with open_memory(
-            args.engine,
-            adapters=adapters,
-            backend=args.backend,
-            model=args.model,
-            extract=args.extract,
-            catalog=args.catalog,
-            load=load,
-            overrides=args.overrides,
-            log=out / "serve.log",
-        ) as memory:
-            read = set(memory.seen)
-            new = [c for c in history if c.sha not in read]
-            print(f"{repo.name}: {len(history)} commits on {args.branch}, {len(new)} new", flush=True)
-            actions: Counter[str] = Counter()
-            failed = 0
+        seen = set(json.loads(saved.read_text())["seen"]) if load else set()
+        gone = [sha for sha in seen if not is_ancestor(repo, sha, args.branch)]
+        if gone:
+            raise InputError(
+                f"{repo}: {len(gone)} commit(s) this memory read are no longer on {args.branch} "
+                f"(first: {gone[0][:9]}): its history was rewritten; --reset reads it again"
+            )
+        new = [c for c in history if c.sha not in seen]
+        print(f"{repo.name}: {len(history)} commits on {args.branch}, {len(new)} new", flush=True)
+        # Nothing to read: the saved memory answers without its operators, and no model loads.
+        opened = (
+            nullcontext(ProjectMemory.load(load))
+            if load and not new
+            else open_memory(
+                args.engine,
+                adapters=adapters,
+                backend=args.backend,
+                model=args.model,
+                extract=args.extract,
+                catalog=args.catalog,
+                load=load,
+                overrides=args.overrides,
+                log=out / "serve.log",
+            )
+        )
+        actions: Counter[str] = Counter()
+        failed = 0
+        with opened as memory:
             for commit in tqdm(new, desc="commits", unit="commit", disable=not sys.stderr.isatty()):
                 result = memory.add_note(
                     commit.text, commit.at, title=commit.subject, commit=commit.sha, files=commit.files

@@ -100,13 +100,12 @@ class ProjectMemory:
     def __post_init__(self) -> None:
         if self.engine not in MODES:
             raise InputError(f"engine={self.engine!r}; expected one of {', '.join(MODES)}")
-        if self.engine != "symbolic" and self.ops is None:
-            raise InputError(
-                f"engine={self.engine} reads notes with learned operators: open it with adapters"
-            )
         if self.extract not in EXTRACT_MODES:
             raise InputError(f"extract={self.extract!r}; expected one of {', '.join(EXTRACT_MODES)}")
-        # The engine's operators: a loaded state holds none (a file holds no code).
+        # The engine's operators: a loaded state holds none (a file holds no code). Without
+        # them a learned memory answers queries and refuses notes (``add_note``).
+        if self.ops is None:
+            return
         if self.engine == "learned":
             self.state.decide = LearnedDecide(self.ops, self.failures)  # type: ignore[arg-type]
         elif self.engine == "hybrid":
@@ -130,6 +129,11 @@ class ProjectMemory:
     ) -> NoteResult:
         """Read a note and write what it says. Its claims are extracted against ``catalog`` (or
         the memory's) unless given; ``branch`` and ``env`` scope every claim of the note."""
+        if self.engine != "symbolic" and self.ops is None:
+            raise InputError(
+                f"engine={self.engine} reads notes with learned operators: open it with adapters "
+                "(open_memory); loaded without them, it answers queries only"
+            )
         note_id = note_id or commit or f"note-{len(self.seen) + 1}"
         first_line = text.strip().splitlines()[0][:120] if text.strip() else "(empty note)"
         try:
@@ -238,7 +242,8 @@ class ProjectMemory:
     @classmethod
     def load(cls, path: str | Path, ops: LearnedOperators | None = None) -> ProjectMemory:
         """A saved memory, driven again by the operators it was saved with (``ops`` for a
-        learned or hybrid one)."""
+        learned or hybrid one; without them it answers queries but reads no note, so a look at
+        the state loads no model)."""
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
             if data.get("version") != SAVED_VERSION:
