@@ -157,6 +157,28 @@ def test_real_repeat_weights_the_trajectories_a_fold_takes(export_dir: Path) -> 
         DataConfig(exports=[str(export_dir)], real_repeat=0)
 
 
+def test_synthetic_plus_adds_trajectories_to_the_synthetic_fold_alone(
+    tmp_path: Path, export_dir: Path
+) -> None:
+    """A data-scaling point: the synthetic fold trains on the named trajectories too, and holds
+    the others out (the leakage check runs against each of them)."""
+    trajectories = [load_trajectory(name, shipped(export_dir)) for name in SHIPPED]
+    plus = [SHIPPED[3], SHIPPED[1]]
+    splits = fold_splits(SYNTHETIC, [], trajectories, 0.2, synthetic_plus=plus, real_repeat=2)
+    assert [t.id for t in splits["train"]] == [SHIPPED[1], SHIPPED[3]] * 2
+    held_out = fold_splits(SHIPPED[0], [], trajectories, 0.2, synthetic_plus=plus)
+    assert len(held_out["train"]) == 4  # a trajectory fold is not affected
+
+    out = tmp_path / "ds"
+    cfg = small(out, export_dir, folds=[SYNTHETIC], scenarios_per_family=2, noisy_per_family=0)
+    cfg.synthetic_plus = [SHIPPED[3]]
+    build(cfg)
+    lines = (out / SYNTHETIC / "compare" / "train.jsonl").read_text().splitlines()
+    assert {json.loads(line)["group"] for line in lines} & set(SHIPPED) == {SHIPPED[3]}
+    with pytest.raises(ValueError, match="synthetic_plus"):
+        DataConfig(exports=[str(export_dir)], synthetic_plus=["no-such-trajectory"])
+
+
 def test_naive_bayes_learns_a_token_that_gives_the_label_away() -> None:
     rows = [(["x", "tell"], "a")] * 5 + [(["x", "other"], "b")] * 5
     model = NaiveBayes(rows)

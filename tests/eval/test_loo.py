@@ -14,11 +14,14 @@ from pathlib import Path
 import pytest
 
 from memops.core.models import ModelConfig
+from memops.core.sources import SHIPPED
 from memops.data.problems import DataError
 from memops.eval.config import LooConfig
 from memops.eval.loo import PHASES, SETTINGS, check_settings, evaluate, run_settings
 from memops.eval.records import Records, RecordsError, json_lines, mend_tail, read_records
 from memops.eval.report import ENGINE_ONLY, LEARNED, METRICS, VARIANTS, table
+from memops.operators.backends import BackendError
+from memops.operators.backends.factory import check_served, check_unseen
 from memops.operators.learned import OPT_IN_MODES
 from memops.operators.registry import DECISIONS, OPS
 from tests.conftest import ROOT
@@ -334,6 +337,36 @@ def test_a_run_naming_a_real_trajectory_count_reads_the_datasets_it_built(
     cfg.real_trajectories, cfg.real_repeat = 1, 3
     with pytest.raises(DataError, match=r"this run has real_repeat=3 \(built with 1\)"):
         evaluate(cfg)
+
+
+def test_what_the_synthetic_fold_trains_on_is_never_scored_with_its_adapters(
+    export_dir: Path, tmp_path: Path
+) -> None:
+    """``synthetic_plus`` (a data-scaling point): a run leaves those trajectories out of its
+    folds, refuses to score one, and a given server's adapter is judged by the trajectories its
+    manifest lists, not by its fold's name."""
+    plus = ["model-routing"]
+    cfg = LooConfig(exports=[str(export_dir)], adapters_fold="synthetic", synthetic_plus=plus)
+    assert cfg.folds == [t for t in SHIPPED if t not in plus]
+    with pytest.raises(ValueError, match=r"folds: \['model-routing'\] are in synthetic_plus"):
+        LooConfig(
+            folds=[*FOLDS, *plus], exports=[str(export_dir)], adapters_fold="synthetic", synthetic_plus=plus
+        )
+
+    adapter = tmp_path / "tiny" / "synthetic" / "compare"
+    adapter.mkdir(parents=True)
+    manifest = {"config": {"fold": "synthetic"}, "trajectories": plus}
+    (adapter / "manifest.json").write_text(json.dumps(manifest))
+    served = {"compare": str(adapter)}
+    check_served("http://127.0.0.1:1", served, ["compare"], FOLDS)
+    with pytest.raises(BackendError, match="fold synthetic, whose training data hold model-routing"):
+        check_served("http://127.0.0.1:1", served, ["compare"], plus)
+    # Adapters given to a run (adapters=<root>): the same rule; without a manifest, the layout's fold.
+    with pytest.raises(BackendError, match="whose training data hold model-routing"):
+        check_unseen({"compare": adapter}, plus)
+    check_unseen({"update": tmp_path / "tiny" / "synthetic" / "update"}, plus)
+    with pytest.raises(BackendError, match="trained on fold all"):
+        check_unseen({"update": tmp_path / "tiny" / "all" / "update"}, FOLDS)
 
 
 def test_weighting_trajectories_needs_each_fold_its_own_adapters(export_dir: Path) -> None:

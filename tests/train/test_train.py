@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from memops.core.sources import SHIPPED
 from memops.train.card import lora_layers, record_heldout, write_card
 from tests.conftest import ROOT
 
@@ -88,6 +89,8 @@ def test_launch_saves_a_loadable_adapter_with_manifest(trained: Path, tiny_model
     assert manifest["config"]["op"]["name"] == "compare" and "model=tiny" in manifest["overrides"]
     assert {"torch", "trl", "peft", "transformers"} <= set(manifest["libraries"])
     assert manifest["dataset_fingerprint"]
+    # What it trained on, which decides where scoring it would be a leak: every other trajectory.
+    assert manifest["trajectories"] == [t for t in SHIPPED if t != "patch-guardrails"]
     device = manifest["device"]  # the recipe's choices for this machine, as they ran
     chose = (device["precision"], device["lm_head"], device["packed_attention"], device["torch_compile"])
     assert chose == ("float32", "labelled", "segments", False)  # varlen needs CUDA

@@ -13,7 +13,7 @@ import hashlib
 import json
 import random
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,14 +93,18 @@ def fold_splits(
     validation_fraction: float,
     real_trajectories: int | None = None,
     real_repeat: int = 1,
+    synthetic_plus: Collection[str] = (),
 ) -> dict[str, list[Episode]]:
     """``real_trajectories``: how many of the other trajectories a trajectory fold's train split
     takes, in their given order (all when unset); ``real_repeat``: how many times it takes each.
     A trajectory that shares a note with the held-out one (one author's same commit in two
-    mined repositories) is not among them: its examples would quote the held-out note."""
+    mined repositories) is not among them: its examples would quote the held-out note.
+    ``synthetic_plus``: the trajectories fold ``synthetic`` takes."""
     val = [e for e in synthetic if is_validation(e.id, validation_fraction)]
     train = [e for e in synthetic if not is_validation(e.id, validation_fraction)]
-    if fold != SYNTHETIC:
+    if fold == SYNTHETIC:
+        train += [t for t in trajectories if t.id in synthetic_plus] * real_repeat
+    else:
         held = {s.text for t in trajectories if t.id == fold for s in t.sessions}
         others = [t for t in trajectories if t.id != fold and not held & {s.text for s in t.sessions}]
         taken = others if fold == ALL or real_trajectories is None else others[:real_trajectories]
@@ -177,6 +181,7 @@ def build_folds(
     validation_fraction: float,
     real_trajectories: int | None = None,
     real_repeat: int = 1,
+    synthetic_plus: Collection[str] = (),
     progress: bool = True,
 ) -> dict[str, dict[str, dict[str, int]]]:
     """Write every requested fold; returns split sizes per fold and op."""
@@ -184,9 +189,12 @@ def build_folds(
     sizes: dict[str, dict[str, dict[str, int]]] = {}
     for fold in tqdm(folds, desc="folds", unit="fold", disable=not progress):
         episodes = fold_splits(
-            fold, synthetic, trajectories, validation_fraction, real_trajectories, real_repeat
+            fold, synthetic, trajectories, validation_fraction, real_trajectories, real_repeat, synthetic_plus
         )
-        held_out = trajectories if fold == SYNTHETIC else [] if fold == ALL else [by_id[fold]]
+        if fold == SYNTHETIC:
+            held_out = [t for t in trajectories if t.id not in synthetic_plus]
+        else:
+            held_out = [] if fold == ALL else [by_id[fold]]
         sizes[fold] = {}
         for op in pool.datasets:
             splits = {split: pool.examples(op, episodes[split]) for split in SPLITS}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
@@ -37,6 +37,10 @@ class DataConfig(RunConfig):
     trajectories give about 3% of a fold's extract-stages rows, so a 100-step adapter sees a
     handful; above 1 weights them against the synthetic rows (the paper's protocol on
     extraction, docs/log/extraction.md)."""
+    synthetic_plus: list[str] = field(default_factory=list)
+    """Trajectories the ``synthetic`` fold's train split takes beside the scenarios (a
+    data-scaling point: the mined training repositories, ``benchmarks/mined_scaling.py``). Its
+    adapters list them in their manifests, and no run scores them with those adapters."""
     folds: list[str] | None = None
     """Unset: every trajectory the annotations hold, then ``all`` and ``synthetic``."""
     validate: bool = False
@@ -46,6 +50,7 @@ class DataConfig(RunConfig):
         if self.folds is None:
             self.folds = [*self.sources().names(), *TRAINING_FOLDS]
         self.check_folds("folds", self.folds, TRAINING_FOLDS)
+        self.check_folds("synthetic_plus", self.synthetic_plus)
         if self.extract_stage_ratio is not None and self.extract_stage_ratio < 0:
             raise ValueError(f"extract_stage_ratio={self.extract_stage_ratio}: must be 0 or more")
         if self.real_repeat < 1:

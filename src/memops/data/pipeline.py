@@ -12,7 +12,7 @@ import hashlib
 import json
 import shutil
 import time
-from dataclasses import asdict, fields
+from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +96,7 @@ BUILD_KEYS = (
     "validation_fraction",
     "real_trajectories",
     "real_repeat",
+    "synthetic_plus",
     "extract_stages",
     "extract_stage_ratio",
 )
@@ -111,6 +112,7 @@ def built_otherwise(cfg: DataConfig, keys: tuple[str, ...]) -> dict[str, tuple[A
     before = json.loads(manifest.read_text()).get("config", {})
     # A key added after that build was made is read as its default: the value it was built with.
     defaults = {f.name: f.default for f in fields(DataConfig)}
+    defaults |= {f.name: f.default_factory() for f in fields(DataConfig) if f.default_factory is not MISSING}
     built = {k: before.get(k, defaults[k]) for k in keys}
     return {k: (built[k], getattr(cfg, k)) for k in keys if built[k] != getattr(cfg, k)}
 
@@ -181,6 +183,7 @@ def _build(cfg: DataConfig, out: Path, overrides: list[str] | None) -> dict[str,
             cfg.validation_fraction,
             cfg.real_trajectories,
             cfg.real_repeat,
+            cfg.synthetic_plus,
             progress=cfg.progress,
         )
         # A partial rebuild keeps the other folds, so the card and manifest describe them too.

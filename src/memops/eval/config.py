@@ -55,7 +55,7 @@ class LooConfig(TrainingRun):
     run: str = "tiny-hf"
     """Run name: records and report go to ``<runs_dir>/<run>/``; rerunning it resumes."""
     folds: list[str] | None = None
-    """Unset: every trajectory the annotations hold."""
+    """Unset: every trajectory the annotations hold but those of ``synthetic_plus``."""
     backend: BackendConfig = field(default_factory=BackendConfig)
     adapters: str | None = None
     """A root holding ``<fold>/{extract,compare,update}``; unset: ``<adapters_dir>/<model>``,
@@ -77,6 +77,10 @@ class LooConfig(TrainingRun):
     real_repeat: int = 1
     """How many times a fold's train split holds each trajectory example it takes (``DataConfig``'s
     field, passed to the build)."""
+    synthetic_plus: list[str] = field(default_factory=list)
+    """Trajectories the ``synthetic`` fold trains on beside the scenarios (``DataConfig``'s field,
+    passed to the build); a run scoring with that fold's adapters holds them out of ``folds``.
+    Give the run its own ``datasets_dir`` and ``adapters_dir``."""
     extract_modes: list[str] | None = None
     """The learned extraction variants scored and replayed; unset: every one the adapters allow
     (the ``STAGED_MODES`` with ``extract_stages``) but the ``OPT_IN_MODES``. A parity pass can
@@ -117,6 +121,7 @@ class LooConfig(TrainingRun):
             extract_stages=self.extract_stages,
             real_trajectories=self.real_trajectories,
             real_repeat=self.real_repeat,
+            synthetic_plus=self.synthetic_plus,
             **settings,
         )
 
@@ -152,7 +157,7 @@ class LooConfig(TrainingRun):
             if not self.extract_stages:
                 raise ValueError(f"extract_modes: {mode} needs extract_stages=true (its adapter)")
         if self.folds is None:
-            self.folds = self.sources().names()
+            self.folds = [n for n in self.sources().names() if n not in self.synthetic_plus]
         self.check_folds("folds", self.folds)
         known_names("own_adapters", self.own_adapters, adapters(self.extract_stages))
         if self.own_adapters and not self.adapters_fold:
@@ -161,12 +166,20 @@ class LooConfig(TrainingRun):
                 "already trains its own adapters; own_adapters names those adapters_fold does not serve"
             )
         named = [f"real_trajectories={self.real_trajectories}"] if self.real_trajectories is not None else []
-        named += [f"real_repeat={self.real_repeat}"] if self.real_repeat != 1 else []
+        repeats = self.real_repeat != 1 and not self.synthetic_plus  # synthetic_plus takes real_repeat
+        named += [f"real_repeat={self.real_repeat}"] if repeats else []
         if named and self.adapters_fold == SYNTHETIC and not self.own_adapters:
             raise ValueError(
                 f"{', '.join(named)} with adapters_fold={SYNTHETIC}: the synthetic fold trains on "
                 "no trajectory; set adapters_fold=null to train each fold's own, or name the "
                 "adapters each fold trains in own_adapters"
+            )
+        self.check_folds("synthetic_plus", self.synthetic_plus)
+        scored = [f for f in self.folds if f in self.synthetic_plus]
+        if scored and self.adapters_fold == SYNTHETIC:
+            raise ValueError(
+                f"folds: {scored} are in synthetic_plus, so the synthetic fold's adapters trained on "
+                "them; score the trajectories it holds out"
             )
         if self.adapters_fold not in (None, SYNTHETIC):
             raise ValueError(

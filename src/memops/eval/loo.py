@@ -25,7 +25,7 @@ from memops.eval.harness import ask_replays, load_test, replay_fold, score_fold
 from memops.eval.plan import check_trained_as, steps
 from memops.eval.records import Records, RecordsError
 from memops.eval.report import build_report
-from memops.operators.backends.factory import ServedBackend, check_given_server, open_backend
+from memops.operators.backends.factory import ServedBackend, check_given_server, check_unseen, open_backend
 from memops.operators.backends.hf import HFBackend
 from memops.operators.backends.symbolic import SymbolicBackend
 from memops.operators.learned import LearnedOperators, mode_adapter
@@ -43,7 +43,7 @@ def build_datasets(cfg: LooConfig) -> None:
     build_data(cfg.data(progress=cfg.progress))
 
 
-RUN_DATA_KEYS = ("seed", "real_trajectories", "real_repeat")
+RUN_DATA_KEYS = ("seed", "real_trajectories", "real_repeat", "synthetic_plus")
 """The data settings a LOO run names itself: the datasets it reads must have been built with them."""
 
 
@@ -285,6 +285,8 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
                 elsewhere = []
         log = out / "logs" / f"serve-{name}.log"
         needs = [a for a in cfg.served_adapters() if a not in elsewhere]
+        if dirs is not None:  # given (adapters=<root>) or trained here: none saw a fold it scores
+            check_unseen({a: dirs[a] for a in needs}, folds)
         with ExitStack() as stack:
             with timed(phases, "backend start"):
                 backend = stack.enter_context(

@@ -114,6 +114,15 @@ def load_splits(cfg: TrainConfig):  # -> (train, validation) datasets.Dataset
     )
 
 
+def trained_trajectories(cfg: TrainConfig) -> list[str]:
+    """The trajectories the fold's train split holds examples of (an example's ``group`` is its
+    episode), for the manifest: what decides where scoring this adapter would be a leak."""
+    from datasets import load_from_disk
+
+    groups = set(load_from_disk(str(dataset_dir(cfg.datasets_dir, cfg.fold, cfg.op.name)))["train"]["group"])
+    return [name for name in cfg.sources().names() if name in groups]
+
+
 def conversation_tokens(row: dict[str, Any], tokenizer: Any) -> int:
     """The tokens SFT gives an example: its prompt and completion through the chat template."""
     messages = row["prompt"] + row["completion"]
@@ -359,6 +368,7 @@ def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str
         overrides=overrides or [],
         seed=cfg.seed,
         dataset_fingerprint=data_fingerprint,
+        trajectories=trained_trajectories(cfg),
         over_length={"train": long_train, "validation": long_eval, "max_length": cfg.op.max_length},
         resumed_from=resume_from,
         global_step=state.global_step,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
-from memops.core.layout import adapter_finished, adapter_fold, saw_trajectory
+from memops.core.layout import ALL, adapter_finished, adapter_fold, adapter_trajectories, saw_trajectory
 from memops.core.models import ModelConfig
 from memops.core.sessions import Episode
 from memops.operators.backends import Backend, BackendError, Completion, Odds, Probe, Request
@@ -139,16 +139,23 @@ def check_served(url: str, served: Mapping[str, str], needs: Sequence[str], fold
             "start it with --lora-modules " + " ".join(f"{n}=<dir>" for n in needs)
         )
     for name in needs:
-        trained = adapter_fold(served[name]) if served[name] else None
-        if trained is None:
+        if not served[name] or adapter_fold(served[name]) is None:
             raise BackendError(
                 f"{url} serves adapter {name} from {served[name] or 'an unnamed path'}: cannot tell which "
                 "fold it was trained on; serve the adapters from the folders memops train writes"
             )
-        for fold in folds:
-            if saw_trajectory(trained, fold):
+    check_unseen({name: served[name] for name in needs}, folds)
+
+
+def check_unseen(adapters: Mapping[str, str | Path], folds: Sequence[str]) -> None:
+    """Refuse to score a fold with an adapter whose training data held it: as its manifest lists
+    them where it can be read here, else as its fold's name says (``saw_trajectory``)."""
+    for name, path in adapters.items():
+        trained, trajectories = adapter_fold(path), adapter_trajectories(path)
+        for fold in folds:  # a fold that cannot be told (None) counts as one that saw them all
+            if saw_trajectory(trained or ALL, fold, trajectories):
                 raise BackendError(
-                    f"fold {fold}: the served adapter {name} ({served[name]}) was trained on fold "
+                    f"fold {fold}: the served adapter {name} ({path}) was trained on fold "
                     f"{trained}, whose training data hold {fold}; serve fold {fold}'s own adapters "
                     "(or the synthetic fold's) to score it"
                 )

@@ -1,0 +1,118 @@
+"""How much mined data buys: the synthetic fold's adapters trained with 0, 5, 10 and all 18 mined
+training repositories added to the scenarios, scored held out on the 9 mined held-out
+repositories and on the five shipped Codex trajectories (the mined data-scaling table).
+
+    python benchmarks/mined_scaling.py [--counts 0 5 10 18] [--config-name smollm2-demo]
+                                       [--extract] [--root outputs/mined-scaling]
+
+Per count k, one child ``memops loo`` run (an argument list) over the shipped and the mined
+trajectories, with ``synthetic_plus`` = the first k training repositories of the mined split
+(``split.json``, in its order) and ``adapters_fold=synthetic``, so one set of adapters scores all
+14 held-out trajectories; under ``<root>/k<k>/`` no count reuses another's datasets or adapters.
+The decisions are scored without the engine replays (``replay=false``); ``--extract`` also trains
+the ``extract-stages`` adapter and scores two-stage extraction with it. A rerun resumes every
+child. The table (exact match, and claim F1 with ``--extract``, with 95% bootstrap CIs, pooled
+over each held-out set's records) is printed and written to ``<root>/scaling.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from memops.core.layout import OUTPUTS
+from memops.core.sources import MINED, SHIPPED
+from memops.eval.records import read_records
+from memops.eval.report import cell, summarize
+
+ROOT = Path(__file__).resolve().parents[1]
+SPLIT = json.loads((MINED / "split.json").read_text())
+HELD_OUT = {"mined": SPLIT["heldout"], "codex": list(SHIPPED)}
+"""The two held-out sets the table pools over, by the trajectories they hold."""
+LEARNED = "two-stage-trained"
+"""The variant whose rows the table reads: the learned decisions, and with ``--extract`` the
+two-stage extraction on the extract-stages adapter."""
+
+
+def child(args: argparse.Namespace, k: int, where: Path) -> list[str]:
+    extract = ["extract_stages=true", f"extract_modes=[{LEARNED}]"] if args.extract else []
+    return [
+        sys.executable,
+        "-m",
+        "memops",
+        "loo",
+        "--config-name",
+        args.config_name,
+        "annotations=[shipped,mined]",
+        "exports=[shipped,mined]",
+        f"folds=[{','.join(HELD_OUT['mined'] + HELD_OUT['codex'])}]",
+        "adapters_fold=synthetic",
+        f"synthetic_plus=[{','.join(SPLIT['train'][:k])}]",
+        "replay=false",
+        *extract,
+        f"datasets_dir={where / 'datasets'}",
+        f"adapters_dir={where / 'adapters'}",
+        f"runs_dir={args.root / 'loo'}",
+        f"run=k{k}",
+    ]
+
+
+def pooled(run: Path, metrics: tuple[str, ...], variant: str) -> dict[str, dict[str, dict]]:
+    """Each held-out set's scores of ``variant``, from the run's records of its trajectories. A
+    decisions-only run shows its learned decisions under ``direct``."""
+    records = read_records(run / "records.jsonl")
+    out = {}
+    for name, folds in HELD_OUT.items():
+        means = summarize([r for r in records if r["fold"] in folds])["mean"]
+        shown = variant if variant != "learned" else LEARNED if LEARNED in means else "direct"
+        out[name] = {m: means[shown][m] for m in metrics}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--config-name", default="smollm2-demo")
+    parser.add_argument("--counts", type=int, nargs="+", default=[0, 5, 10, len(SPLIT["train"])])
+    parser.add_argument("--extract", action="store_true", help="also train and score two-stage extraction")
+    parser.add_argument("--root", type=Path, default=Path(OUTPUTS) / "mined-scaling")
+    args = parser.parse_args()
+    args.root = args.root.resolve()
+    if max(args.counts) > len(SPLIT["train"]) or min(args.counts) < 0:
+        sys.exit(f"--counts: between 0 and {len(SPLIT['train'])} (the mined training repositories)")
+    metrics = ("compare", "update", *(("extract", "extract_value") if args.extract else ()))
+    rows = []
+    for k in args.counts:
+        where = args.root / f"k{k}"
+        where.mkdir(parents=True, exist_ok=True)
+        argv = child(args, k, where)
+        log = where / "loo.log"
+        print(f"[k={k}] {' '.join(argv[1:])}\n  log: {log}", flush=True)
+        with log.open("a") as out:
+            done = subprocess.run(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, check=False)
+        if done.returncode != 0:
+            sys.exit(f"[k={k}] failed with exit code {done.returncode}; see {log}")
+        run = args.root / "loo" / f"k{k}"
+        scores = pooled(run, metrics, "learned")
+        rows.append({"mined_repositories": k, "trained_on": SPLIT["train"][:k], **scores})
+        for name, by_metric in scores.items():
+            print(f"[k={k}] {name}: " + "; ".join(f"{m} {cell(s)}" for m, s in by_metric.items()), flush=True)
+    base = pooled(run, metrics, "prompted")  # the base without adapters: the same in every run
+
+    rows.sort(key=lambda row: row["mined_repositories"])
+    table = {"held_out": HELD_OUT, "rows": rows, "prompted": base}
+    (args.root / "scaling.json").write_text(json.dumps(table, indent=2) + "\n")
+    heads = [f"{name} {m}" for name in HELD_OUT for m in metrics]
+    print("\nexact match (claim F1 for extract) with 95% CIs; the synthetic scenarios in every row")
+    print(" | ".join(["mined repos", *heads]))
+    for label, scores in [*((str(r["mined_repositories"]), r) for r in rows), ("prompted base", base)]:
+        print(" | ".join([label, *(cell(scores[name][m]) for name in HELD_OUT for m in metrics)]))
+    print(f"\n-> {args.root / 'scaling.json'}")
+
+
+if __name__ == "__main__":
+    main()
