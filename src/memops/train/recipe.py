@@ -114,12 +114,16 @@ def load_splits(cfg: TrainConfig):  # -> (train, validation) datasets.Dataset
     )
 
 
-def trained_trajectories(cfg: TrainConfig) -> list[str]:
+def trained_trajectories(cfg: TrainConfig) -> list[str] | None:
     """The trajectories the fold's train split holds examples of (an example's ``group`` is its
-    episode), for the manifest: what decides where scoring this adapter would be a leak."""
+    episode), for the manifest: what decides where scoring this adapter would be a leak. None
+    for a dataset made elsewhere, without the column: its fold's name decides then."""
     from datasets import load_from_disk
 
-    groups = set(load_from_disk(str(dataset_dir(cfg.datasets_dir, cfg.fold, cfg.op.name)))["train"]["group"])
+    train = load_from_disk(str(dataset_dir(cfg.datasets_dir, cfg.fold, cfg.op.name)))["train"]
+    if "group" not in train.column_names:
+        return None
+    groups = set(train["group"])
     return [name for name in cfg.sources().names() if name in groups]
 
 
