@@ -314,6 +314,10 @@ def test_a_decisions_only_run_sets_the_prompted_base_against_the_same_examples(
     assert header.split()[1:] == ["Compare", "learned", "Update", "learned", "Engine", "keys"]
     assert rows[-3].startswith("all folds") and rows[-3].split()[2::3] == ["1.00", "1.00", "1.00"]
 
+    cfg.replay, cfg.run = False, "unreplayed"  # benchmarks/mined_scaling.py: no engine row at all
+    _, *rows = table(evaluate(cfg)).splitlines()
+    assert rows[-3].split()[1:] == ["folds", "1.00", "[1.00,", "1.00]", "1.00", "[1.00,", "1.00]", "–"]
+
 
 def test_extract_modes_are_checked_against_the_adapters(export_dir: Path) -> None:
     with pytest.raises(ValueError, match="unknown"):

@@ -674,11 +674,13 @@ def table(summary: dict[str, Any]) -> str:
 def decisions_table(summary: dict[str, Any]) -> str:
     """The console table of a decisions-only run: per fold, each decision operator learned and the
     engine's final-state keys with gold extraction and the learned decisions; then the prompted
-    base and the rules over all folds."""
+    base and the rules over all folds. A run without replays (``replay=false``) has no engine row."""
     names = (*(f"{op.capitalize()} learned" for op in DECISIONS), "Engine keys")
     lines = [f"{'Fold':<18}" + "".join(f"{n:>22}" for n in names)]
+    unreplayed = {"mean": None}
     for fold, s in [*summary["folds"].items(), ("all folds", summary["mean"])]:
-        cells = [*(cell(s["two-stage"][op]) for op in DECISIONS), cell(s["decisions"]["engine_state"])]
+        engine = s["decisions"]["engine_state"] if "decisions" in s else unreplayed
+        cells = [*(cell(s["two-stage"][op]) for op in DECISIONS), cell(engine)]
         lines.append(f"{fold:<18}" + "".join(f"{c:>22}" for c in cells))
     for variant, label in (("prompted", "prompted (base)"), ("symbolic", "symbolic (ref.)")):
         s = summary["mean"][variant]
