@@ -2,17 +2,18 @@
 training repositories added to the scenarios, scored held out on the 9 mined held-out
 repositories and on the five shipped Codex trajectories (the mined data-scaling table).
 
-    python benchmarks/mined_scaling.py [--counts 0 5 10 18] [--config-name smollm2-demo]
-                                       [--extract] [--root outputs/mined-scaling]
+    python benchmarks/mined_scaling.py [--counts 0 5 10 18] [--extract-at 0 ...]
+                                       [--config-name smollm2-demo] [--root outputs/mined-scaling]
 
 Per count k, one child ``memops loo`` run (an argument list) over the shipped and the mined
 trajectories, with ``synthetic_plus`` = the first k training repositories of the mined split
 (``split.json``, in its order) and ``adapters_fold=synthetic``, so one set of adapters scores all
 14 held-out trajectories; under ``<root>/k<k>/`` no count reuses another's datasets or adapters.
-The decisions are scored without the engine replays (``replay=false``); ``--extract`` also trains
-the ``extract-stages`` adapter and scores two-stage extraction with it. A rerun resumes every
-child. The table (exact match, and claim F1 with ``--extract``, with 95% bootstrap CIs, pooled
-over each held-out set's records) is printed and written to ``<root>/scaling.json``.
+The decisions are scored without the engine replays (``replay=false``); at the counts of
+``--extract-at`` the run also trains the ``extract-stages`` adapter and scores two-stage extraction
+with it. A rerun resumes every child (with the same ``--extract-at``). The table (exact match, and
+claim F1 for extraction, with 95% bootstrap CIs, pooled over each held-out set's records) is
+printed and written to ``<root>/scaling.json``.
 """
 
 from __future__ import annotations
@@ -33,12 +34,12 @@ SPLIT = json.loads((MINED / "split.json").read_text())
 HELD_OUT = {"mined": SPLIT["heldout"], "codex": list(SHIPPED)}
 """The two held-out sets the table pools over, by the trajectories they hold."""
 LEARNED = "two-stage-trained"
-"""The variant whose rows the table reads: the learned decisions, and with ``--extract`` the
+"""The variant whose rows the table reads: the learned decisions, and where it is scored the
 two-stage extraction on the extract-stages adapter."""
 
 
 def child(args: argparse.Namespace, k: int, where: Path) -> list[str]:
-    extract = ["extract_stages=true", f"extract_modes=[{LEARNED}]"] if args.extract else []
+    extract = ["extract_stages=true", f"extract_modes=[{LEARNED}]"] if k in args.extract_at else []
     return [
         sys.executable,
         "-m",
@@ -78,13 +79,15 @@ def main() -> None:
     )
     parser.add_argument("--config-name", default="smollm2-demo")
     parser.add_argument("--counts", type=int, nargs="+", default=[0, 5, 10, len(SPLIT["train"])])
-    parser.add_argument("--extract", action="store_true", help="also train and score two-stage extraction")
+    parser.add_argument(
+        "--extract-at", type=int, nargs="*", default=[], help="counts that train and score extraction too"
+    )
     parser.add_argument("--root", type=Path, default=Path(OUTPUTS) / "mined-scaling")
     args = parser.parse_args()
     args.root = args.root.resolve()
     if max(args.counts) > len(SPLIT["train"]) or min(args.counts) < 0:
         sys.exit(f"--counts: between 0 and {len(SPLIT['train'])} (the mined training repositories)")
-    metrics = ("compare", "update", *(("extract", "extract_value") if args.extract else ()))
+    metrics = ("compare", "update", *(("extract", "extract_value") if args.extract_at else ()))
     rows = []
     for k in args.counts:
         where = args.root / f"k{k}"
@@ -101,7 +104,8 @@ def main() -> None:
         rows.append({"mined_repositories": k, "trained_on": SPLIT["train"][:k], **scores})
         for name, by_metric in scores.items():
             print(f"[k={k}] {name}: " + "; ".join(f"{m} {cell(s)}" for m, s in by_metric.items()), flush=True)
-    base = pooled(run, metrics, "prompted")  # the base without adapters: the same in every run
+    # The base without adapters scores the same in every run; one that extracts shows all of it.
+    base = pooled(args.root / "loo" / f"k{(args.extract_at or args.counts)[0]}", metrics, "prompted")
 
     rows.sort(key=lambda row: row["mined_repositories"])
     table = {"held_out": HELD_OUT, "rows": rows, "prompted": base}
