@@ -177,6 +177,8 @@ def test_synthetic_plus_adds_trajectories_to_the_synthetic_fold_alone(
     assert {json.loads(line)["group"] for line in lines} & set(SHIPPED) == {SHIPPED[3]}
     with pytest.raises(ValueError, match="synthetic_plus"):
         DataConfig(exports=[str(export_dir)], synthetic_plus=["no-such-trajectory"])
+    reordered = DataConfig(exports=[str(export_dir)], synthetic_plus=[SHIPPED[3], SHIPPED[1]])
+    assert reordered.synthetic_plus == [SHIPPED[1], SHIPPED[3]]  # one set, one build
 
 
 def test_naive_bayes_learns_a_token_that_gives_the_label_away() -> None:

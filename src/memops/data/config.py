@@ -51,6 +51,9 @@ class DataConfig(RunConfig):
             self.folds = [*self.sources().names(), *TRAINING_FOLDS]
         self.check_folds("folds", self.folds, TRAINING_FOLDS)
         self.check_folds("synthetic_plus", self.synthetic_plus)
+        # A set, kept in the sources' order (the build's): the same set in another order is the
+        # same build, and a run comparing it with the manifest must see it so.
+        self.synthetic_plus = [n for n in self.sources().names() if n in self.synthetic_plus]
         if self.extract_stage_ratio is not None and self.extract_stage_ratio < 0:
             raise ValueError(f"extract_stage_ratio={self.extract_stage_ratio}: must be 0 or more")
         if self.real_repeat < 1:
