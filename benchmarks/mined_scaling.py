@@ -3,7 +3,8 @@ training repositories added to the scenarios, scored held out on the 9 mined hel
 repositories and on the five shipped Codex trajectories (the mined data-scaling table).
 
     python benchmarks/mined_scaling.py [--counts 0 5 10 18] [--extract-at 0 ...]
-                                       [--config-name smollm2-demo] [--root outputs/mined-scaling]
+                                       [--config-name smollm2-demo] [--seed 0]
+                                       [--root outputs/mined-scaling]
 
 Per count k, one child ``memops loo`` run (an argument list) over the shipped and the mined
 trajectories, with ``synthetic_plus`` = the first k training repositories of the mined split
@@ -14,7 +15,10 @@ The decisions are scored without the engine replays (``replay=false``); at the c
 ``--extract-at`` the run also trains the ``extract-stages`` adapter and scores two-stage extraction
 with it. A rerun resumes every child (with the same ``--extract-at``). The table (exact match, and
 claim F1 for extraction, with 95% bootstrap CIs, pooled over each held-out set's records) is
-printed and written to ``<root>/scaling.json``.
+printed and written to ``<root>/scaling.json``. ``--seed`` draws other scenarios, other compare
+pairs from every trajectory (the held-out ones too), another training order and LoRA initialisation
+for every count (give each seed its own ``--root``): how far a row moves with the seed alone is the
+yardstick for how far it moves with k.
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ def child(args: argparse.Namespace, k: int, where: Path) -> list[str]:
         "adapters_fold=synthetic",
         f"synthetic_plus=[{','.join(args.order[:k])}]",
         "replay=false",
+        f"seed={args.seed}",
         *extract,
         f"datasets_dir={where / 'datasets'}",
         f"adapters_dir={where / 'adapters'}",
@@ -97,6 +102,7 @@ def main() -> None:
     parser.add_argument(
         "--extract-at", type=int, nargs="*", default=[], help="counts that train and score extraction too"
     )
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--root", type=Path, default=Path(OUTPUTS) / "mined-scaling")
     args = parser.parse_args()
     args.root = args.root.resolve()
@@ -124,7 +130,7 @@ def main() -> None:
     base = pooled(args.root / "loo" / f"k{(args.extract_at or args.counts)[0]}", metrics, "prompted")
 
     rows.sort(key=lambda row: row["mined_repositories"])
-    table = {"held_out": HELD_OUT, "rows": rows, "prompted": base}
+    table = {"seed": args.seed, "held_out": HELD_OUT, "rows": rows, "prompted": base}
     (args.root / "scaling.json").write_text(json.dumps(table, indent=2) + "\n")
     heads = [f"{name} {m}" for name in HELD_OUT for m in metrics]
     print("\nexact match (claim F1 for extract) with 95% CIs; the synthetic scenarios in every row")
