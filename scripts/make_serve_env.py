@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -51,8 +52,26 @@ def has_cuda() -> bool:
     return shutil.which("nvidia-smi") is not None
 
 
+def local_wheel(requirement: str) -> bool:
+    """Whether the wheel folder pip is pointed at (PIP_FIND_LINKS) holds ``name==version``'s wheel."""
+    name, version = requirement.split("==")
+    folders = os.environ.get("PIP_FIND_LINKS", "").split()
+    return any(next(Path(f).glob(f"{name}-{version}-*.whl"), None) for f in folders if Path(f).is_dir())
+
+
 def pip(python: Path, *args: str) -> None:
-    subprocess.run([str(python), "-m", "pip", *args], check=True)
+    """``pip <args>`` for the venv of ``python``, through uv where it is at hand (the venv's own or
+    one on PATH; several times faster on the same locked set), else the venv's pip. uv does not
+    read pip's settings, so a local wheel folder pip is pointed at (PIP_FIND_LINKS) is passed on."""
+    uv = shutil.which("uv", path=str(python.parent)) or shutil.which("uv")
+    if uv is None or os.environ.get("UV") == "0":
+        subprocess.run([str(python), "-m", "pip", *args], check=True)
+        return
+    command, *rest = args
+    links = os.environ.get("PIP_FIND_LINKS") if command == "install" else None
+    found = ["--find-links", links] if links else []
+    rest = [a for a in rest if a != "--yes"]  # uv's uninstall does not ask
+    subprocess.run([uv, "pip", command, "--python", str(python), *found, *rest], check=True)
 
 
 def make(venv_dir: Path, requirement: str, lock: Path | None = None) -> dict[str, str]:
@@ -63,9 +82,11 @@ def make(venv_dir: Path, requirement: str, lock: Path | None = None) -> dict[str
         venv.create(venv_dir, with_pip=True)
     python = venv_dir / "bin" / "python"
     pinned = ["--constraint", str(lock)] if lock else []
-    pip(python, "install", "--quiet", "--upgrade", "pip")
+    pip(python, "install", "--quiet", "--upgrade", "pip", "setuptools")
     if device == "cpu":
-        pip(python, "install", "--quiet", CPU_TORCH, "--extra-index-url", CPU_TORCH_INDEX, *pinned)
+        # A CPU build on disk (pip's PIP_FIND_LINKS) needs no index, which uv would insist on reaching.
+        index = [] if local_wheel(CPU_TORCH) else ["--extra-index-url", CPU_TORCH_INDEX]
+        pip(python, "install", "--quiet", CPU_TORCH, *index, *pinned)
     pip(python, "install", "--quiet", requirement, *pinned)
     if device == "cpu":
         pip(python, "uninstall", "--quiet", "--yes", *BROKEN_ON_CPU)

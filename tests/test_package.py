@@ -133,8 +133,15 @@ def test_gpu_1_installs_a_cuda_torch_into_a_venv_stamped_for_the_gpu(tmp_path: P
     cpu_torch = next(line for line in cpu if " install -q torch" in line)
     assert "torch==2.13.0 --constraint requirements/cpu.lock" in cpu_torch and "--index-url" not in cpu_torch
     stamps = [next(line for line in run if line.startswith("touch ")) for run in (gpu, cpu)]
-    assert stamps[0].endswith(".installed-gpu-train-local-client-report-dev")
-    assert stamps[1].endswith(".installed-cpu-train-local-client-report-dev")
+    assert stamps[0].endswith(".installed-gpu-train-local-client-dev")
+    assert stamps[1].endswith(".installed-cpu-train-local-client-dev")
+    assert all("/uv pip install -q" in line for line in (gpu_torch, cpu_torch))
+    with_pip = make_dry_run("venv", venv_dir, "UV=0")
+    assert next(line for line in with_pip if " install -q torch" in line).split()[1:4] == [
+        "-m",
+        "pip",
+        "install",
+    ]
     serve = make_dry_run("serve-env", "GPU=1", f"SERVE_VENV={tmp_path / 'serve'}")
     assert any("make_serve_env.py" in line and "--vllm 'vllm==0.33.0'" in line for line in serve)
 

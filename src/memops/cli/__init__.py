@@ -9,8 +9,12 @@ rather than after torch.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("train", "train one adapter (Hydra; several processes: accelerate launch -m memops.train)"),
@@ -56,11 +60,45 @@ def main(argv: list[str] | None = None) -> None:
     if name not in COMMANDS:
         print(f"memops: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         sys.exit(2)
-    module = importlib.import_module(f"{__name__}.{COMMANDS[name][0]}")
-    if hasattr(module, "CONFIG"):
-        check_config(name, module.CONFIG, rest)
     sys.argv = [f"memops {name}", *rest]
-    module.main()
+    with refusing_missing_extras():
+        module = importlib.import_module(f"{__name__}.{COMMANDS[name][0]}")
+        if hasattr(module, "CONFIG"):
+            check_config(name, module.CONFIG, rest)
+        module.main()
+
+
+@contextmanager
+def refusing_missing_extras() -> Iterator[None]:
+    """End the command in one line, rc 2, when it reaches a module of an extra that is not
+    installed (``core.extras``); any other missing module is a bug and keeps its traceback."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        from memops.core.extras import missing_extra
+
+        if (missing := missing_extra(exc)) is None:
+            raise
+        print(f"{sys.argv[0]}: {missing}", file=sys.stderr)
+        sys.exit(2)
+
+
+def hydra_entry(config: str) -> Callable[[Callable[[Any], None]], Callable[[], None]]:
+    """``@hydra.main`` on the package's configs, ``config`` by default, for a command's task.
+    Hydra prints a task's exception as a traceback; a missing extra is refused in one line first."""
+    import hydra
+
+    from memops.core.config import CONFIGS
+
+    def wrap(task: Callable[[Any], None]) -> Callable[[], None]:
+        @functools.wraps(task)
+        def guarded(raw: Any) -> None:
+            with refusing_missing_extras():
+                task(raw)
+
+        return hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name=config)(guarded)
+
+    return wrap
 
 
 HYDRA_FLAGS = (

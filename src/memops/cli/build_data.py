@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import sys
 
-import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from memops.core.config import CONFIGS, entry_config
+from memops.cli import hydra_entry
+from memops.core.config import entry_config
 from memops.core.locks import Busy
 from memops.data.config import DataConfig
 from memops.data.pipeline import build, validate
@@ -21,7 +21,7 @@ CONFIG = "data"
 """The config this command composes unless ``--config-name`` names another."""
 
 
-@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name=CONFIG)
+@hydra_entry(CONFIG)
 def main(raw: DictConfig) -> None:
     cfg: DataConfig = entry_config(raw)
     try:

@@ -11,11 +11,11 @@ import signal
 import sys
 from types import FrameType
 
-import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from memops.core.config import CONFIGS, DeviceError, entry_config
+from memops.cli import hydra_entry
+from memops.core.config import DeviceError, entry_config
 from memops.core.layout import run_dir
 from memops.core.locks import Busy
 from memops.data.problems import DataError
@@ -40,7 +40,7 @@ def _exit(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
-@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name=CONFIG)
+@hydra_entry(CONFIG)
 def main(raw: DictConfig) -> None:
     cfg: LooConfig = entry_config(raw)
     signal.signal(signal.SIGTERM, _exit)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import sys
 
-import hydra
 from omegaconf import DictConfig
 
-from memops.core.config import CONFIGS, entry_config
+from memops.cli import hydra_entry
+from memops.core.config import entry_config
 from memops.slurm.config import SubmitConfig  # importing it registers the schema with Hydra
 from memops.slurm.preflight import MISSING, preflight, table
 
@@ -23,7 +23,7 @@ CONFIG = "submit"
 """The config this command composes unless ``--config-name`` names another."""
 
 
-@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name=CONFIG)
+@hydra_entry(CONFIG)
 def main(raw: DictConfig) -> None:
     cfg: SubmitConfig = entry_config(raw)
     rows = preflight(cfg)

@@ -8,10 +8,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import hydra
 from omegaconf import DictConfig
 
-from memops.core.config import CONFIGS, entry_config
+from memops.cli import hydra_entry
+from memops.core.config import entry_config
 from memops.core.layout import adapters_path
 from memops.data.problems import DataError
 from memops.data.replay import load_trajectory
@@ -25,7 +25,7 @@ CONFIG = "replay"
 """The config this command composes unless ``--config-name`` names another."""
 
 
-@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name=CONFIG)
+@hydra_entry(CONFIG)
 def main(raw: DictConfig) -> None:
     cfg: ReplayConfig = entry_config(raw)
     try:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import hydra
 from omegaconf import DictConfig
 
-from memops.core.config import CONFIGS, entry_config
+from memops.cli import hydra_entry
+from memops.core.config import entry_config
 from memops.eval.config import ReportConfig
 from memops.eval.records import RecordsError
 from memops.eval.report import build_report, merge_folds, table
@@ -22,7 +22,7 @@ CONFIG = "report"
 """The config this command composes unless ``--config-name`` names another."""
 
 
-@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name=CONFIG)
+@hydra_entry(CONFIG)
 def main(raw: DictConfig) -> None:
     cfg: ReportConfig = entry_config(raw)
     run_dir = Path(cfg.run)

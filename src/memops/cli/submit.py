@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import sys
 
-import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from memops.core.config import CONFIGS, entry_config
+from memops.cli import hydra_entry
+from memops.core.config import entry_config
 from memops.slurm.config import SubmitConfig
 from memops.slurm.submit import SubmitError, submit
 
@@ -19,7 +19,7 @@ CONFIG = "submit"
 """The config this command composes unless ``--config-name`` names another."""
 
 
-@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name=CONFIG)
+@hydra_entry(CONFIG)
 def main(raw: DictConfig) -> None:
     cfg: SubmitConfig = entry_config(raw)
     try:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import sys
 
-import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from memops.core.config import CONFIGS, DeviceError, entry_config
+from memops.cli import hydra_entry
+from memops.core.config import DeviceError, entry_config
 from memops.core.locks import Busy
 from memops.data.problems import DataError
 from memops.train.config import TrainConfig  # importing it registers the schema with Hydra
@@ -23,7 +23,7 @@ CONFIG = "train"
 """The config this command composes unless ``--config-name`` names another."""
 
 
-@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name=CONFIG)
+@hydra_entry(CONFIG)
 def main(raw: DictConfig) -> None:
     cfg: TrainConfig = entry_config(raw)
     if cfg.dry_run:

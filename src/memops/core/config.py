@@ -18,6 +18,7 @@ from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
+from memops.core.extras import installed
 from memops.core.layout import ADAPTERS, DATASETS, RUNS
 from memops.core.models import ModelConfig
 from memops.core.names import known_names
@@ -49,14 +50,24 @@ def shared(cfg: Any, base: type) -> dict[str, Any]:
 
 def auto_recipe(model: Any) -> tuple[str, str]:
     """``recipe=auto``: the model's CPU recipe where there is no CUDA device and the model has one,
-    else the GPU recipe. Returns the recipe and the reason, for the one log line that says so."""
-    import torch
+    else the GPU recipe. Returns the recipe and the reason, for the one log line that says so.
+    Without torch (the base install) there is no CUDA device to find."""
+    if cuda_available():
+        import torch
 
-    if torch.cuda.is_available():
         return "gpu", f"a CUDA device ({torch.cuda.get_device_name(0)})"
     if not model.cpu_recipe:
         return "gpu", f"no CUDA device, and model {model.name} has no CPU recipe"
     return model.cpu_recipe, f"no CUDA device, so model {model.name}'s CPU recipe (recipe=gpu overrides)"
+
+
+def cuda_available() -> bool:
+    """A CUDA device torch can use; False where torch is not installed (the base install)."""
+    if not installed("torch"):
+        return False
+    import torch
+
+    return torch.cuda.is_available()
 
 
 class DeviceError(RuntimeError):
@@ -67,11 +78,7 @@ def check_device(cfg: Any) -> None:
     """Refuse, before any work, to train or serve a model that has no CPU recipe (a GPU model:
     Qwen2.5-14B) on a machine without CUDA; ``allow_cpu=true`` forces it. Without this, such a
     run builds datasets, starts a 27.5 GiB download and fails hours later, or crawls."""
-    if cfg.allow_cpu or cfg.model.cpu_recipe:
-        return
-    import torch
-
-    if torch.cuda.is_available():
+    if cfg.allow_cpu or cfg.model.cpu_recipe or cuda_available():
         return
     raise DeviceError(
         f"model {cfg.model.name} has no CPU recipe and this machine has no CUDA device: run it on a "

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from memops.core.config import check_device
+from memops.core.config import check_device, cuda_available
 from memops.core.files import write_atomic
 from memops.core.layout import adapter_finished, adapters_path, run_dir, test_file
 from memops.core.locks import exclusive
@@ -72,11 +72,9 @@ def train_adapters(cfg: LooConfig, pairs: list[tuple[str, str]]) -> None:
     """Train each ``(fold, op)`` adapter of ``pairs`` on its fold, one after another: in this
     process on a CPU, in a child process on a GPU, which this process then hands to the backend
     (a vLLM server takes most of its memory)."""
-    import torch
-
     from memops.train.recipe import train_adapter, train_in_child
 
-    train = train_in_child if torch.cuda.is_available() else train_adapter
+    train = train_in_child if cuda_available() else train_adapter
     for fold, op in pairs:
         print(f"{fold}: training the {op} adapter", flush=True)
         manifest = train(train_config(cfg, fold, op))
@@ -235,8 +233,8 @@ def timed(phases: dict[str, float], phase: str) -> Iterator[None]:
 
 def evaluate(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, Any]:
     """The run, holding its folder's lock: two runs on one name once wrote duplicate records."""
-    check_tracker(cfg.report_to)
-    if cfg.backend.kind != "symbolic":
+    if cfg.backend.kind != "symbolic":  # the rules train nothing and log no held-out scalars
+        check_tracker(cfg.report_to)
         check_device(cfg)
     out = run_dir(cfg.runs_dir, cfg.run)
     with exclusive(out / ".lock", "LOO run"):
@@ -361,7 +359,7 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
     summary = build_report(out)
     if cfg.backend.kind != "symbolic" and not cfg.adapters:
         record_adapter_figures(cfg, summary)
-    if cfg.report_to == TENSORBOARD:
+    if cfg.report_to == TENSORBOARD and cfg.backend.kind != "symbolic":
         means = {
             f"heldout/{variant}/{metric}": stat["mean"]
             for variant, metrics in summary["mean"].items()
