@@ -31,13 +31,16 @@ TYPE_WEIGHTS = [10, 3, 8, 8, 3, 5, 4]  # aligned with EVIDENCE_TYPES
 
 
 CHUNK = 10_000
+SIZES = [10_000, 100_000, 1_000_000]
+START = datetime(2000, 1, 1, tzinfo=UTC)
+"""The stream's first instant: a claim a minute from here, so 10^6 claims end in 2001, in the past
+on any machine's clock (the engine refuses a claim dated past it)."""
 
 
 def stream(n: int, seed: int, clock: list[float]) -> Iterator[list[Claim]]:
     """``n`` claims in chunks; about 17 claims per key at every size, so keys grow with ``n``."""
     rng = random.Random(seed)
     slots = [(e, f"slot_{i}") for e in ENTITIES for i in range(max(2, n // 2000))]
-    start = datetime(2026, 1, 1, tzinfo=UTC)
     out: list[Claim] = []
     for i in range(n):
         entity, slot = rng.choice(slots)
@@ -50,7 +53,7 @@ def stream(n: int, seed: int, clock: list[float]) -> Iterator[list[Claim]]:
             branch=rng.choice(BRANCHES),
             env=rng.choice(ENVS),
             evidence={"type": kind, "commit": commit, "source": f"s{i}"},
-            at=start + timedelta(minutes=i + rng.randrange(-30, 30)),
+            at=START + timedelta(minutes=i + rng.randrange(-30, 30)),
         )
         t0 = time.perf_counter()
         out.append(Claim.model_validate(fields))
@@ -78,7 +81,7 @@ def bench(n: int, seed: int, collect: bool) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=SIZES)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--no-gc", action="store_true", help="pause the cyclic collector while applying, to show its share"

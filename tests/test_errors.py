@@ -28,6 +28,21 @@ REFUSALS = [
     ("report", [], "run"),
     ("submit", ["profile=nope"], "profile"),
     ("preflight", ["resources.train.gpus=x"], "resources.train.gpus"),
+    # The probes of a new user's first hour: each said "valid", read nothing, or was a traceback.
+    (
+        "build-data",
+        ["validate=true", "annotations=[shipped,nowhere]"],
+        "annotations: nowhere is not a folder",
+    ),
+    ("build-data", ["annotations=[/nonexistent]"], "annotations: /nonexistent is not a folder"),
+    ("demo", ["recipe.max_steps=abc"], "recipe holds one name (recipe=<name>), not fields of its own"),
+    (
+        "export-commits",
+        ["--repo", ".", "--commits", "missing.txt", "--name", "x"],
+        "cannot read the commit list",
+    ),
+    ("track", [".", "--catalog", "python-project", "--since", "garbage-date"], "not an ISO 8601 date"),
+    ("mine", [".", "--catalog", "python-project", "--since", "garbage-date"], "not an ISO 8601 date"),
 ]
 
 

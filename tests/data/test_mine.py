@@ -219,7 +219,7 @@ def test_the_same_repository_mines_to_the_same_bytes_and_an_interrupted_run_resu
 
     with pytest.raises(KeyboardInterrupt):
         mine(miner, second, cut)
-    assert len(journal.read_text().splitlines()) == 5  # four whole lines and the cut one
+    assert len(journal.read_text().splitlines()) == 6  # what it was read under, four whole lines, the cut one
     again: list[str] = []
     mine(miner, second, lambda commits, total: (again.append(c) or c for c in commits))
     assert not set(read) & set(again) and len(read) + len(again) == 11  # every config commit read once
@@ -270,3 +270,75 @@ def test_a_shipped_catalog_without_read_from_cannot_be_mined(tmp_path: Path) -> 
     catalog.write_text("catalog:\n  - {entity: python, slot: versions, description: the versions}\n")
     with pytest.raises(DataError, match="no read_from"):
         load_read_from(catalog)
+
+
+def test_a_resume_under_another_catalog_reads_again(repo: Path, tmp_path: Path) -> None:
+    """Probe 1: a run refused under a catalog of two slots left its journal; a run under the whole
+    catalog must not take those facts as read (it credited hatchling.build to a later commit)."""
+    two = tmp_path / "two.yaml"
+    two.write_text(
+        "catalog:\n"
+        '  - {entity: project, slot: license, description: "the licence"}\n'
+        '  - {entity: lint, slot: linter, description: "the linter"}\n'
+        "read_from:\n"
+        "  project.license: {reader: licence, files: [pyproject.toml, setup.cfg, setup.py, LICENSE*]}\n"
+        "  lint.linter: {reader: linters, files: [.pre-commit-config.yaml, pyproject.toml, setup.cfg]}\n"
+    )
+    out = tmp_path / "out"
+    refused = run_mine(repo, out, "--catalog", str(two), "--name", "demo")
+    assert refused.returncode == 1, refused.stderr
+    assert list(out.glob(".demo.mined.jsonl")), "the refused run keeps its journal"
+    done = run_mine(repo, out, "--name", "demo")
+    assert done.returncode == 0, done.stderr
+    clean = run_mine(repo, tmp_path / "clean", "--name", "demo")
+    assert clean.returncode == 0, clean.stderr
+    assert (out / "demo.yaml").read_text() == (tmp_path / "clean" / "demo.yaml").read_text()
+
+
+def test_mine_runs_none_of_the_repositorys_programs(tmp_path: Path) -> None:
+    """Probe 4: a textconv driver named by .gitattributes and the repository's config would run
+    on every git diff; nor may an external diff or a --branch that is an option run."""
+    path = tmp_path / "evil"
+    make_repo(path)
+    ran = tmp_path / "ran"
+    git(path, "config", "diff.evil.textconv", f"sh -c 'touch {ran}; cat \"$0\"'")
+    git(path, "config", "diff.external", f"sh -c 'touch {ran}'")
+    (path / ".gitattributes").write_text("* diff=evil\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "attributes", date="2024-03-30T10:00:00+01:00")
+    done = run_mine(path, tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    from memops.track.git import commits
+
+    assert commits(path)[-1].subject == "attributes"
+    assert not ran.exists()
+    wrote = tmp_path / "written"
+    done = run_mine(path, tmp_path / "out2", f"--branch=--output={wrote}")
+    assert done.returncode != 0 and not wrote.exists()
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("pyproject.toml", 'build-system = "x"\n'),
+        ("pyproject.toml", "[tool.poetry]\ndependencies = ['a', 'b']\n"),
+        ("pyproject.toml", f"[project]\nversion = {'9' * 5000}\n"),
+        (
+            "setup.py",
+            "from setuptools import setup\nsetup(python_requires="
+            + "(" * 400
+            + "'>=3.8'"
+            + ")" * 400
+            + ")\n",
+        ),
+    ],
+    ids=["build-system-a-string", "poetry-dependencies-a-list", "5000-digit-integer", "deep-setup-py"],
+)
+def test_a_file_no_reader_can_take_states_nothing_and_the_mine_goes_on(name: str, text: str) -> None:
+    """Probe 8: each aborted the whole mine, on every rerun."""
+    from memops.data.mine import facts_at
+
+    _, read_from = load_read_from("python-project")
+    facts = facts_at({name: text}, read_from)
+    assert set(facts) == {r.pair for r in read_from}
+    assert all(v is None or isinstance(v, str) for v in facts.values())

@@ -164,3 +164,107 @@ def test_the_learned_memory_on_the_tiny_model(
     with pytest.raises(InputError, match="engine=learned reads notes with learned operators"):
         looked.add_note("Relicense under MIT", "2026-03-10T10:00:00Z", commit="c684a36")
     assert looked.seen == ["a684a36", "b684a36"]
+
+
+def saved_with_history(tmp_path: Path) -> tuple[Path, dict]:
+    mem = ProjectMemory()
+    mem.add_note("x", "2026-03-08T17:38:00-07:00", claims=[note_claim("PostgreSQL 15", "code-change")])
+    mem.add_note("y", "2026-03-09T17:38:00-07:00", claims=[note_claim("PostgreSQL 16", "code-change")])
+    path = mem.save(tmp_path / "memory.json")
+    return path, json.loads(path.read_text())
+
+
+def forge(data: dict, how: str) -> object:
+    """Probe 9: files ``ProjectMemory.load`` accepted or failed on with a raw exception."""
+    entry = data["state"]["entries"][0]
+    if how == "two-confirmed":
+        entry["items"][0]["status"] = "confirmed"
+    elif how == "confirmed-without-current":
+        entry["current"] = None
+    elif how == "transition-to-a-value-never-held":
+        data["state"]["transitions"][0]["new"] = "Oracle 23"
+    elif how == "seen-a-string":
+        data["seen"] = "abc"
+    elif how == "naive-transition-time":
+        data["state"]["transitions"][0]["at"] = "2026-03-09T17:38:00"
+    elif how == "extra-field":
+        data["surprise"] = 1
+    elif how == "entries-an-int":
+        data["state"]["entries"] = 3
+    elif how == "state-null":
+        data["state"] = None
+    elif how == "top-level-list":
+        return [data]
+    elif how == "deep-nesting":
+        return "[" * 100_000 + "]" * 100_000
+    return data
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "two-confirmed",
+        "confirmed-without-current",
+        "transition-to-a-value-never-held",
+        "seen-a-string",
+        "naive-transition-time",
+        "extra-field",
+        "entries-an-int",
+        "state-null",
+        "top-level-list",
+        "deep-nesting",
+    ],
+)
+def test_a_forged_memory_file_is_refused_naming_what_is_wrong(tmp_path: Path, how: str) -> None:
+    path, data = saved_with_history(tmp_path)
+    forged = forge(data, how)
+    path.write_text(forged if isinstance(forged, str) else json.dumps(forged))
+    with pytest.raises(InputError, match="not a saved memory") as caught:
+        ProjectMemory.load(path)
+    assert str(path) in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "text, fields, expect",
+    [
+        ("x", {"files": "pyproject.toml"}, "files: a list of paths"),
+        (
+            "x",
+            {"claims": [{**note_claim("MySQL \ud800", "human-note")}]},
+            r"claims\[0\]\.value: not valid text",
+        ),
+        (None, {}, "text: a string, not NoneType"),
+        ("x", {"claims": "abc"}, "claims: a list of claims"),
+        ("x", {"claims": [None]}, r"claims\[0\]: a Claim or a dict"),
+        ("x", {"branch": "no such branch!"}, "branch"),
+        ("x", {"env": 7}, "env: a string"),
+    ],
+    ids=[
+        "files-a-string",
+        "lone-surrogate",
+        "text-none",
+        "claims-a-string",
+        "claims-none",
+        "bad-branch",
+        "env-int",
+    ],
+)
+def test_bad_input_at_the_edge_is_one_input_error_and_writes_nothing(
+    text: object, fields: dict, expect: str, tmp_path: Path
+) -> None:
+    """Probe 10: each was stored wrong (14 one-letter files), broke every later save, or raised
+    a raw exception."""
+    mem = ProjectMemory()
+    claims = fields.pop("claims", [note_claim("MySQL 8", "human-note")])
+    with pytest.raises(InputError, match=expect):
+        mem.add_note(text, "2026-03-08T17:38:00-07:00", claims=claims, **fields)  # type: ignore[arg-type]
+    assert len(mem.state) == 0 and mem.seen == []
+    mem.save(tmp_path / "memory.json")  # still saves
+
+
+def test_value_at_a_time_without_its_offset_is_an_input_error() -> None:
+    mem = ProjectMemory()
+    mem.add_note("x", "2026-03-08T17:38:00-07:00", claims=[note_claim("PostgreSQL 15", "code-change")])
+    with pytest.raises(InputError, match="value_at"):
+        mem.value_at("database", "engine", "2024-03-02")
+    assert mem.value_at("database", "engine", "2026-03-10T00:00:00Z") == "PostgreSQL 15"

@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from memops.core.locks import exclusive
+from memops.data.export import ExportError
+from memops.track.git import commits
+from memops.track.memory import ProjectMemory
 from tests.data.test_export import git
 
 pytestmark = pytest.mark.slow
@@ -62,7 +66,7 @@ def test_track_reads_each_commit_once_and_resumes(
     first = track(work, repo, trained_adapters, tiny_model)
     assert first.returncode == 0, first.stderr
     assert "mylib: 12 commits on HEAD, 12 new" in first.stdout
-    out = work / "outputs" / "track" / "mylib"
+    (out,) = (work / "outputs" / "track").glob("mylib-*")  # the repository's name and root commit
     saved = json.loads((out / "memory.json").read_text())
     shas = git(repo, "rev-list", "--reverse", "HEAD").split()
     assert saved["seen"] == shas  # every commit, oldest first
@@ -108,3 +112,189 @@ def test_track_refuses_a_malformed_catalog_naming_file_and_line(tmp_path: Path) 
     done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert f"{catalog}:2: [1].slot: Field required" in done.stderr
+
+
+def test_commits_are_read_in_landing_order_and_dated_when_they_landed(tmp_path: Path) -> None:
+    """Probe 2: a commit written first and rebased onto the branch last is the newest; dated by
+    its author, it lost to the older value (contested under it)."""
+    repo = tmp_path / "lib"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    for value, written, landed in [
+        ("hatchling", "2024-03-01T10:00:00+01:00", "2024-03-01T10:00:00+01:00"),
+        ("flit_core", "2024-02-15T10:00:00+01:00", "2024-03-05T10:00:00+01:00"),  # rebased
+    ]:
+        (repo / "backend.txt").write_text(value)
+        git(repo, "add", ".")
+        git(repo, "commit", "-q", "-m", f"Build with {value}", date=written, landed=landed)
+    found = commits(repo)
+    assert [c.subject for c in found] == ["Build with hatchling", "Build with flit_core"]
+    assert found[1].at == "2024-03-05T10:00:00+01:00"
+    memory = ProjectMemory()
+    for commit, value in zip(found, ["hatchling", "flit_core"], strict=True):
+        claim = {"entity": "build", "slot": "backend", "value": value, "evidence": {"type": "code-change"}}
+        memory.add_note(commit.text, commit.at, commit=commit.sha, claims=[claim])
+    now = memory.get("build", "backend")
+    assert now is not None and (now.value, now.status) == ("flit_core", "current")
+
+
+def test_two_repositories_with_one_folder_name_keep_two_memories(tmp_path: Path) -> None:
+    """Probe 3: both were outputs/track/mylib; the second was refused as rewritten, and --reset
+    replaced the first one's memory."""
+    from memops.cli.track import output_folder
+
+    first, second = tmp_path / "a" / "mylib", tmp_path / "b" / "mylib"
+    first.parent.mkdir()
+    second.parent.mkdir()
+    make_repo(first)
+    second.mkdir()
+    git(second, "init", "-q", "-b", "main")
+    (second / "README").write_text("another project\n")
+    git(second, "add", ".")
+    git(second, "commit", "-q", "-m", "Start", date="2024-01-01T10:00:00+01:00")
+    assert output_folder(first, "HEAD") != output_folder(second, "HEAD")
+    assert output_folder(first, "HEAD").name.startswith("mylib-")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(first), str(clone))
+    # The root commit tells them apart, whatever the checkout's folder is called.
+    assert (
+        output_folder(clone, "HEAD").name.rsplit("-", 1)[1]
+        == output_folder(first, "HEAD").name.rsplit("-", 1)[1]
+    )
+
+
+def run_track(work: Path, *args: str) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "memops", "track", *args]
+    return subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=300)
+
+
+def test_a_branch_is_never_an_option(tmp_path: Path) -> None:
+    """Probe 5: ``--branch=--output=<path>`` reached git, which wrote the file."""
+    repo = tmp_path / "mylib"
+    make_repo(repo)
+    wrote = tmp_path / "written"
+    done = run_track(tmp_path, str(repo), "--catalog", "python-project", f"--branch=--output={wrote}")
+    assert done.returncode == 2 and "not an option" in done.stderr
+    assert not wrote.exists()
+    with pytest.raises(ExportError, match="not an option"):
+        commits(repo, f"--output={wrote}")
+    assert not wrote.exists()
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["truncated", "[]", "no-seen", "seen-numbers", "binary", "a-directory"],
+)
+def test_a_broken_saved_memory_is_one_line(tmp_path: Path, content: str) -> None:
+    """Probe 7: each was a traceback."""
+    repo = tmp_path / "mylib"
+    make_repo(repo)
+    out = tmp_path / "out"
+    out.mkdir()
+    saved = out / "memory.json"
+    good = {"version": 1, "engine": "learned", "extract": "two-stage-overlap", "catalog": None}
+    good |= {"seen": [], "failures": {}, "state": {"version": 1, "entries": [], "transitions": []}}
+    if content == "a-directory":
+        saved.mkdir()
+    elif content == "binary":
+        saved.write_bytes(b"\x89PNG\x00\xff\xfe")
+    else:
+        text = {
+            "truncated": json.dumps(good)[:40],
+            "[]": "[]",
+            "no-seen": json.dumps({k: v for k, v in good.items() if k != "seen"}),
+            "seen-numbers": json.dumps({**good, "seen": [1, 2]}),
+        }[content]
+        saved.write_text(text)
+    done = run_track(tmp_path, str(repo), "--catalog", "python-project", "--out", str(out))
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "not a saved memory" in done.stderr
+
+
+def test_bad_options_are_refused_before_any_commit_is_read(tmp_path: Path) -> None:
+    """Probe 7: --budget 0 or -5 and --out an existing file failed after every commit was read."""
+    repo = tmp_path / "mylib"
+    make_repo(repo)
+    for budget in ("0", "-5"):
+        done = run_track(tmp_path, str(repo), "--catalog", "python-project", "--budget", budget)
+        assert done.returncode == 2 and "not a positive number" in done.stderr
+    (tmp_path / "a-file").write_text("x")
+    done = run_track(tmp_path, str(repo), "--catalog", "python-project", "--out", str(tmp_path / "a-file"))
+    assert done.returncode == 1 and "a file, not a folder" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_one_track_run_at_a_time_holds_a_memory(tmp_path: Path) -> None:
+    """Probe 13: two runs on one repository at once read the same commits twice."""
+    repo = tmp_path / "mylib"
+    make_repo(repo)
+    out = tmp_path / "out"
+    with exclusive(out / ".lock", "memops track"):
+        done = run_track(tmp_path, str(repo), "--catalog", "python-project", "--out", str(out))
+    assert done.returncode == 1 and "another memops track is running" in done.stderr
+
+
+def test_a_rerun_with_nothing_new_asks_git_a_fixed_number_of_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """Probe 14: one ``git merge-base`` per commit already read (12.8 s on 2,000 commits)."""
+    from memops.cli import track as track_cli
+
+    repo = tmp_path / "mylib"
+    make_repo(repo)
+    out = tmp_path / "out"
+    memory = ProjectMemory(engine="learned", seen=[c.sha for c in commits(repo)])
+    memory.save(out / "memory.json")
+    calls: list[list[str]] = []
+    real = subprocess.run
+
+    def counting(argv, *args, **kwargs):
+        if argv and argv[0] == "git":
+            calls.append(argv)
+        return real(argv, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", counting)
+    argv = ["memops track", str(repo), "--catalog", "python-project", "--out", str(out)]
+    monkeypatch.setattr(sys, "argv", argv)
+    track_cli.main()
+    assert "12 commits on HEAD, 0 new" in capsys.readouterr().out
+    assert len(calls) <= 3, [c[5:7] for c in calls]  # the log and the branch's commits, whatever its length
+
+
+def test_a_commit_that_cannot_be_a_note_is_skipped_and_the_run_goes_on(
+    trained_adapters: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    """Probes 6 and 7: a tab or an escape sequence in a subject, a 0x1E byte, a message that is
+    not UTF-8 and a date in 2099 each stopped the run for good, on every rerun."""
+    repo, work = tmp_path / "mylib", tmp_path / "work"
+    repo.mkdir()
+    work.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "i18n.commitEncoding", "latin-1")
+    messages: list[tuple[str | bytes, str]] = [
+        ("Require\tPython 3.9", "2024-03-01T10:00:00+01:00"),
+        ("\x1b[31mLint with ruff\x1b[0m", "2024-03-02T10:00:00+01:00"),
+        ("Split\x1erecords", "2024-03-03T10:00:00+01:00"),
+        ("Caf\xe9 licence: MIT".encode("latin-1"), "2024-03-04T10:00:00+01:00"),
+        ("Release from the future", "2099-01-01T10:00:00+01:00"),
+        ("Switch the build backend to hatchling", "2024-03-06T10:00:00+01:00"),
+    ]
+    for i, (message, date) in enumerate(messages):
+        (repo / "f.txt").write_text(str(i))
+        (tmp_path / "msg").write_bytes(message if isinstance(message, bytes) else message.encode())
+        git(repo, "add", ".")
+        git(repo, "commit", "-q", "-F", str(tmp_path / "msg"), date=date)
+    done = track(work, repo, trained_adapters, tiny_model)
+    assert done.returncode == 0, done.stderr
+    assert "6 commits on HEAD, 6 new" in done.stdout and "1 skipped" in done.stdout
+    (out,) = (work / "outputs" / "track").glob("mylib-*")
+    saved = json.loads((out / "memory.json").read_text())
+    future = git(repo, "rev-parse", "HEAD~1").strip()
+    assert list(saved["skipped"]) == [future] and "future" in saved["skipped"][future]
+    assert saved["seen"][-1] == git(repo, "rev-parse", "HEAD").strip()  # read on past it
+    assert (out / "state.md").exists()
+    again = track(work, repo, trained_adapters, tiny_model)
+    assert again.returncode == 0 and "6 commits on HEAD, 0 new" in again.stdout, again.stderr
+    subjects = [c.subject for c in commits(repo)]
+    assert subjects[:3] == ["Require Python 3.9", "[31mLint with ruff [0m", "Split records"]
+    assert subjects[3] == "Café licence: MIT"

@@ -23,7 +23,7 @@ from memops.data.catalog import load_read_from
 from memops.data.export import ExportError
 from memops.data.mine import MineError, Miner, mine
 from memops.data.problems import DataError
-from memops.track.git import SINCE_HELP
+from memops.track.git import SINCE_HELP, moment
 
 
 def main() -> None:
@@ -36,7 +36,7 @@ def main() -> None:
     )
     parser.add_argument("--name", help="the trajectory's name (default: the repository folder's)")
     parser.add_argument("--branch", default="HEAD", help="the branch (or any revision) to follow")
-    parser.add_argument("--since", help=SINCE_HELP + "; the values before it are the start")
+    parser.add_argument("--since", type=moment, help=SINCE_HELP + "; the values before it are the start")
     parser.add_argument("--out", type=Path, default=Path(OUTPUTS) / "mined", help="default: outputs/mined")
     args = parser.parse_args()
     repo = args.repository.expanduser().resolve()

@@ -1,12 +1,14 @@
 """The memory of a git repository nobody annotated: memops track <repository> --catalog <yaml>
 
-Each commit of the branch becomes a note (subject, body, touched files, author time); learned
+Each commit of the branch becomes a note (subject, body, touched files, when it landed); learned
 extraction reads it against the slot catalog and the engine writes what it says. The memory is
-kept in ``<out>/memory.json`` (default ``outputs/track/<repository name>/``) after every commit,
-so an interrupted run resumes, and a second run reads only the commits it has not seen. A
-history that was rewritten under it (a commit it read is no longer on the branch) is reported
-and refused; ``--reset`` starts over. The state is printed and written as ``state.md`` and
-``state.json``, every value with its commit.
+kept in ``<out>/memory.json`` (default ``outputs/track/<repository name>-<its root commit>/``)
+after every commit, so an interrupted run resumes, and a second run reads only the commits it has
+not seen; one run at a time holds the folder. A commit that cannot be a note (dated in the
+future) is recorded as skipped, with why, and the run goes on. A history that was rewritten
+under it (a commit it read is no longer on the branch) is reported and refused; ``--reset``
+starts over. The state is printed and written as ``state.md`` and ``state.json``, every value
+with its commit.
 
     memops track ~/src/mylib --catalog python-project                 # the shipped example catalog
     memops track ~/src/mylib --catalog slots.yaml --adapters outputs/adapters/smollm2-135m-instruct/all \\
@@ -26,11 +28,12 @@ from tqdm import tqdm
 
 from memops.core.files import write_atomic
 from memops.core.layout import OUTPUTS, adapters_path
+from memops.core.locks import Busy, exclusive
 from memops.data.export import ExportError
 from memops.data.problems import DataError
 from memops.operators.backends import BackendError
 from memops.operators.learned import EXTRACT_MODES
-from memops.track.git import SINCE_HELP, commits, is_ancestor
+from memops.track.git import SINCE_HELP, commits, identity, moment, on_branch
 from memops.track.memory import InputError, ProjectMemory, open_memory
 
 
@@ -59,6 +62,19 @@ def state_json(memory: ProjectMemory) -> dict[str, object]:
     return {"commits": len(memory.seen), "keys": keys}
 
 
+def positive(text: str) -> int:
+    if not text.lstrip("-").isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of characters")
+    return int(text)
+
+
+def output_folder(repo: Path, branch: str) -> Path:
+    """``outputs/track/<name>-<first root commit>``: two repositories with one folder name keep
+    two memories, and the same repository keeps one wherever it is checked out."""
+    root = identity(repo, branch)
+    return Path(OUTPUTS) / "track" / (f"{repo.name}-{root[:12]}" if root else repo.name)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         prog="memops track", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -66,68 +82,93 @@ def main() -> None:
     parser.add_argument("repository", type=Path)
     parser.add_argument("--catalog", required=True, help="a catalog YAML, or a shipped one: python-project")
     parser.add_argument("--branch", default="HEAD", help="the branch (or any revision) to follow")
-    parser.add_argument("--since", help=SINCE_HELP)
-    parser.add_argument("--until", help="only commits authored until this date (git's --until)")
+    parser.add_argument("--since", type=moment, help=SINCE_HELP)
+    parser.add_argument(
+        "--until", type=moment, help="only commits that landed until this date (git's --until)"
+    )
     parser.add_argument("--adapters", type=Path, help="a fold's adapters (default: the model's all fold)")
     parser.add_argument("--model", default="tiny", help="the base the adapters were trained on")
     parser.add_argument("--backend", default="hf", choices=("hf", "vllm"))
     parser.add_argument("--engine", default="learned", choices=("learned", "hybrid"))
     parser.add_argument("--extract", default="two-stage-overlap", choices=EXTRACT_MODES)
-    parser.add_argument("--out", type=Path, help="default: outputs/track/<repository name>")
-    parser.add_argument("--budget", type=int, default=1700, help="characters of the printed state")
+    parser.add_argument("--out", type=Path, help="default: outputs/track/<repository name>-<its root commit>")
+    parser.add_argument("--budget", type=positive, default=1700, help="characters of the printed state")
     parser.add_argument("--reset", action="store_true", help="forget the saved memory and start over")
     parser.add_argument("overrides", nargs="*", help="overrides of the model and backend (model.path=...)")
     args = parser.parse_intermixed_args()
     repo = args.repository.expanduser().resolve()
-    out = args.out or Path(OUTPUTS) / "track" / repo.name
-    saved = out / "memory.json"
+    if args.branch.startswith("-"):
+        parser.error(f"--branch {args.branch!r}: a branch or revision, not an option")
     adapters = args.adapters or adapters_path(Path(OUTPUTS) / "adapters", args.model, "all")
     try:
-        history = commits(repo, args.branch, args.since, args.until)
-        load = saved if saved.exists() and not args.reset else None
-        seen = set(json.loads(saved.read_text())["seen"]) if load else set()
-        gone = [sha for sha in seen if not is_ancestor(repo, sha, args.branch)]
-        if gone:
+        out = args.out or output_folder(repo, args.branch)
+        if out.exists() and not out.is_dir():
+            raise InputError(f"--out {out}: a file, not a folder")
+        # One run per memory: a second would read the same commits again.
+        with exclusive(out / ".lock", "memops track"):
+            rendered, summary = follow(args, repo, out, adapters)
+    except (BackendError, Busy, DataError, ExportError, InputError, FileNotFoundError) as exc:
+        sys.exit(f"memops track: {exc}")
+    print(rendered)
+    print(summary)
+
+
+def follow(args: argparse.Namespace, repo: Path, out: Path, adapters: Path) -> tuple[str, str]:
+    """Read the commits the saved memory has not, save after each, write the state files."""
+    saved = out / "memory.json"
+    history = commits(repo, args.branch, args.since, args.until)
+    load = saved if saved.exists() and not args.reset else None
+    seen = ProjectMemory.load(load).seen if load else []
+    if seen:
+        kept = on_branch(repo, args.branch)
+        if gone := [sha for sha in seen if sha not in kept]:
             raise InputError(
                 f"{repo}: {len(gone)} commit(s) this memory read are no longer on {args.branch} "
                 f"(first: {gone[0][:9]}): its history was rewritten; --reset reads it again"
             )
-        new = [c for c in history if c.sha not in seen]
-        print(f"{repo.name}: {len(history)} commits on {args.branch}, {len(new)} new", flush=True)
-        # Nothing to read: the saved memory answers without its operators, and no model loads.
-        opened = (
-            nullcontext(ProjectMemory.load(load))
-            if load and not new
-            else open_memory(
-                args.engine,
-                adapters=adapters,
-                backend=args.backend,
-                model=args.model,
-                extract=args.extract,
-                catalog=args.catalog,
-                load=load,
-                overrides=args.overrides,
-                log=out / "serve.log",
-            )
+    new = [c for c in history if c.sha not in set(seen)]
+    print(f"{repo.name}: {len(history)} commits on {args.branch}, {len(new)} new", flush=True)
+    # Nothing to read: the saved memory answers without its operators, and no model loads.
+    opened = (
+        nullcontext(ProjectMemory.load(load))
+        if load and not new
+        else open_memory(
+            args.engine,
+            adapters=adapters,
+            backend=args.backend,
+            model=args.model,
+            extract=args.extract,
+            catalog=args.catalog,
+            load=load,
+            overrides=args.overrides,
+            log=out / "serve.log",
         )
-        actions: Counter[str] = Counter()
-        failed = 0
-        with opened as memory:
-            for commit in tqdm(new, desc="commits", unit="commit", disable=not sys.stderr.isatty()):
+    )
+    actions: Counter[str] = Counter()
+    failed = skipped = 0
+    with opened as memory:
+        for commit in tqdm(new, desc="commits", unit="commit", disable=not sys.stderr.isatty()):
+            try:
                 result = memory.add_note(
                     commit.text, commit.at, title=commit.subject, commit=commit.sha, files=commit.files
                 )
+            except InputError as exc:  # this commit cannot be a note (a date in the future): go on
+                memory.skip(commit.sha, str(exc))
+                skipped += 1
+                tqdm.write(f"{commit.sha[:9]}: skipped: {exc}", file=sys.stderr)
+            else:
                 actions.update(d.action for d in result.decisions)
                 if result.error:
                     failed += 1
                     tqdm.write(f"{commit.sha[:9]}: {result.error}", file=sys.stderr)
-                memory.save(saved)
-            rendered = memory.render(args.budget)
-            write_atomic(out / "state.md", f"# {repo.name}\n\n{memory.render(10**9)}\n")
-            write_atomic(out / "state.json", json.dumps(state_json(memory), indent=1) + "\n")
-    except (BackendError, DataError, ExportError, InputError, FileNotFoundError) as exc:
-        sys.exit(f"memops track: {exc}")
-    print(rendered)
+            memory.save(saved)
+        rendered = memory.render(args.budget)
+        write_atomic(out / "state.md", f"# {repo.name}\n\n{memory.render(10**9)}\n")
+        write_atomic(out / "state.json", json.dumps(state_json(memory), indent=1) + "\n")
     said = ", ".join(f"{a} {n}" for a, n in sorted(actions.items())) or "no claim"
-    print(f"\n{len(new)} commits read: {said}; {failed} note(s) failed")
-    print(f"state: {out / 'state.md'}, {out / 'state.json'}; memory: {saved}")
+    summary = (
+        f"\n{len(new)} commits read: {said}; {failed} note(s) failed, {skipped} skipped "
+        f"({len(memory.skipped)} in all, with why: {saved})\n"
+        f"state: {out / 'state.md'}, {out / 'state.json'}; memory: {saved}"
+    )
+    return rendered, summary

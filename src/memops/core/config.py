@@ -13,6 +13,7 @@ default of train.py and memops loo, is decided here by one rule (:func:`auto_rec
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import asdict, dataclass, field, fields
 from itertools import takewhile
 from pathlib import Path
@@ -127,6 +128,15 @@ class ConfigError(ValueError):
 def one_line(exc: BaseException) -> str:
     """An exception and its cause as one line: Hydra's and OmegaConf's messages span several
     (the override, then the key and the schema it is missing from)."""
+    whole = f"{exc} {exc.__cause__}"
+    if "Cannot convert 'dict' to string" in whole and (
+        override := re.search(r"override ([\w.]+)\.(\w+)=", whole)
+    ):  # recipe.max_steps=3: a dotted key into a field that holds a name
+        head, name = override.groups()
+        return (
+            f"{head}.{name}: {head} holds one name ({head}=<name>), not fields of its own; "
+            f"give the setting as {name}=..."
+        )
     lines = [str(e).strip().splitlines()[0].rstrip(".") for e in (exc, exc.__cause__) if e and str(e).strip()]
     said = ": ".join(dict.fromkeys(lines)) or type(exc).__name__
     text = str(exc).splitlines()

@@ -24,11 +24,25 @@ GIT_TIMEOUT_S = 60
 """Per git call; a hung call (a lock, a network filesystem) ends the export with a message."""
 
 
+SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "--no-pager")
+"""What a repository's own config may not make git run: a filesystem monitor, hooks, a pager."""
+NO_PROGRAMS = ("--no-textconv", "--no-ext-diff")
+"""Given to every command that shows changes: a ``diff.<driver>.textconv`` or an external diff
+named by the repository's config and ``.gitattributes`` is a program of the repository's."""
+SHOWS_CHANGES = ("diff", "log", "show")
+
+
 def git(repo: Path, *args: str, timeout: float = GIT_TIMEOUT_S) -> str:
-    """One git call (an argument list) in ``repo``; a failure or a hang is an ``ExportError``."""
+    """One git call (an argument list) in ``repo``, running none of the repository's programs
+    (``SAFE``, ``NO_PROGRAMS``); a failure or a hang is an ``ExportError``. Output that is not
+    UTF-8 (an old commit message in Latin-1) is read with replacement characters."""
+    command, *rest = args
+    extra = NO_PROGRAMS if command in SHOWS_CHANGES else ()
     try:
-        argv = ["git", "-C", str(repo), *args]
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        argv = ["git", *SAFE, "-C", str(repo), command, *extra, *rest]
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=timeout
+        )
     except subprocess.TimeoutExpired:
         raise ExportError(f"git {' '.join(args)} took over {timeout:g} s in {repo}; stopped") from None
     if proc.returncode != 0:
@@ -39,9 +53,9 @@ def git(repo: Path, *args: str, timeout: float = GIT_TIMEOUT_S) -> str:
 def commit_record(repo: Path, name: str, trajectory: str) -> CommitRecord:
     full = git(repo, "rev-parse", "--verify", "--end-of-options", f"{name}^{{commit}}").strip()
     fields = "%H%x00%aI%x00%cI%x00%s%x00%b"
-    head, author_date, committed_at, subject, body = git(repo, "log", "-1", f"--format={fields}", full).split(
-        "\x00", 4
-    )
+    head, author_date, committed_at, subject, body = git(
+        repo, "log", "-1", "--encoding=UTF-8", f"--format={fields}", full
+    ).split("\x00", 4)
     files, insertions, deletions = [], 0, 0
     for line in git(repo, "show", "--no-renames", "--numstat", "--format=", full).splitlines():
         if not line.strip():
@@ -66,7 +80,11 @@ def commit_record(repo: Path, name: str, trajectory: str) -> CommitRecord:
 
 def commits_from_file(path: Path) -> list[str]:
     """One commit name per line; blank lines and ``#`` comments are skipped."""
-    lines = [line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ExportError(f"{path}: cannot read the commit list ({exc.__class__.__name__}: {exc})") from None
+    lines = [line.split("#", 1)[0].strip() for line in text.splitlines()]
     return [line for line in lines if line]
 
 

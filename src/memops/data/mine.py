@@ -17,11 +17,12 @@ output, so an interrupted run resumes where it stopped.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import re
 import subprocess
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -103,11 +104,24 @@ def files_at(repo: Path, blobs: Blobs, commit: str, patterns: list[str]) -> File
 
 
 def facts_at(files: Files, read_from: list[ReadFrom]) -> dict[str, str | None]:
+    """Each slot's value at a commit. A file its reader cannot take (a setup.py nested past the
+    parser's depth, a TOML integer past Python's digit limit, a table where a string belongs)
+    states nothing there, as an unparsable one does: one odd commit does not end the mine."""
     out = {}
     for source in read_from:
         mine = {p: t for p, t in files.items() if any(fnmatch.fnmatchcase(p, f) for f in source.files)}
-        out[source.pair] = READERS[source.reader](mine)
+        try:
+            out[source.pair] = READERS[source.reader](mine)
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError, MemoryError):
+            out[source.pair] = None
     return out
+
+
+def reading(read_from: list[ReadFrom], since: str | None) -> str:
+    """What a journal's facts were read under: the slots, their readers and files, and the start.
+    A resume under anything else reads again from the first commit."""
+    settings = {"read_from": [asdict(r) for r in read_from], "since": since}
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def same(a: str | None, b: str | None) -> bool:
@@ -212,13 +226,17 @@ class Miner:
         """The values before the first candidate (none, or with ``since`` those of its parent)
         and each candidate's, oldest first; from the journal where a run already read them."""
         done: dict[str, dict] = {}
-        if journal.exists():
-            for line in journal.read_text(encoding="utf-8").splitlines():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    break  # a line cut off by an interrupted run: read again from here
-                done[row["commit"]] = row["facts"]
+        settings = reading(self.read_from, self.since)
+        lines = journal.read_text(encoding="utf-8").splitlines() if journal.exists() else []
+        if lines and lines[0] != json.dumps({"reading": settings}):
+            lines = []  # read under another catalog or start: none of it holds here
+            journal.unlink()
+        for line in lines[1:]:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                break  # a line cut off by an interrupted run: read again from here
+            done[row["commit"]] = row["facts"]
         todo = self.candidates()
         first = todo[0] if todo else self.tip
         base = parent_of(self.repo, first) if self.since else EMPTY_TREE
@@ -227,6 +245,8 @@ class Miner:
         try:
             journal.parent.mkdir(parents=True, exist_ok=True)
             with journal.open("a", encoding="utf-8") as log:
+                if not lines:
+                    log.write(json.dumps({"reading": settings}) + "\n")
                 for commit in progress([c for c in order if c not in done], len(order)):
                     facts = facts_at(files_at(self.repo, blobs, commit, self.patterns), self.read_from)
                     done[commit] = facts

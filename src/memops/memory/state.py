@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
-from memops.memory.claims import DEFAULT_BRANCH, DEFAULT_ENV, Claim, Key
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from memops.memory.claims import DEFAULT_BRANCH, DEFAULT_ENV, Claim, Key, norm
 from memops.memory.compare import Winner
 from memops.memory.evidence import Evidence
 from memops.memory.status import Status, advance
@@ -182,6 +184,54 @@ class Transition:
         )
 
 
+class _Saved(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class SavedKey(_Saved):
+    entity: str
+    slot: str
+    branch: str
+    env: str
+
+
+class SavedItem(_Saved):
+    status: Literal["proposed", "confirmed", "contested", "superseded"]
+    claims: list[dict[str, Any]] = Field(min_length=1)
+
+
+class SavedEntry(_Saved):
+    key: SavedKey
+    current: int | None
+    items: list[SavedItem] = Field(min_length=1)
+
+
+class SavedTransition(_Saved):
+    key: SavedKey
+    old: str
+    new: str
+    commit: str | None
+    at: str
+    source: str | None
+    reason: str
+
+    @field_validator("at")
+    @classmethod
+    def aware(cls, at: str) -> str:
+        when = datetime.fromisoformat(at)
+        if when.tzinfo is None:
+            raise ValueError("a time without its UTC offset")
+        return at
+
+
+class SavedState(_Saved):
+    """The JSON form's structure, checked whole before the engine's invariants are."""
+
+    version: int
+    entries: list[SavedEntry]
+    transitions: list[SavedTransition]
+
+
 def resolve(current: Item, incoming: Claim, judge: Judge) -> tuple[Winner, str]:
     """Rules 3-5 of the update rule: evidence score, then recency, then the judge."""
     if incoming.score != current.score:
@@ -341,9 +391,17 @@ class StateMemory:
         """Load a saved memory, checking the invariants the engine keeps (a hand-edited or
         corrupt file fails here, naming the entry, not later as a wrong answer). ``judge`` and
         ``decide`` are its operators, as the constructor takes them: a file holds state, not code."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a memory is a JSON object, not {type(data).__name__}")
         version = data.get("version")
         if type(version) is not int or version != JSON_VERSION:
             raise ValueError(f"memory JSON version {version!r}; expected {JSON_VERSION}")
+        try:
+            SavedState.model_validate(data)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"]).lstrip(".")
+            raise ValueError(f"{where}: {error['msg']}") from None
         mem = cls(judge=judge, decide=decide)
         for e, raw in enumerate(data["entries"]):
             entry = Entry(Key(**raw["key"]))
@@ -375,8 +433,21 @@ class StateMemory:
                     status = entry.items[current].status.value
                     raise ValueError(f"entries[{e}].current: points at a {status} item, not a confirmed one")
                 entry.current = entry.items[current]
+            if (confirmed := sum(i.status is Status.CONFIRMED for i in entry.items)) != (current is not None):
+                raise ValueError(
+                    f"entries[{e}]: {confirmed} confirmed item(s) with current={current!r}; "
+                    "a key holds one confirmed item, its current value, or none"
+                )
             mem._entries[entry.key] = entry
         mem.transitions = [Transition.from_dict(t) for t in data["transitions"]]
+        for t, transition in enumerate(mem.transitions):
+            entry = mem._entries.get(transition.key)
+            held = {i.norm_value for i in entry.items} if entry else set()
+            if entry is None or not {norm(transition.old), norm(transition.new)} <= held:
+                raise ValueError(
+                    f"transitions[{t}]: from {transition.old!r} to {transition.new!r}, values "
+                    f"the key {transition.key} never held"
+                )
         return mem
 
     @classmethod

@@ -1,17 +1,23 @@
 """A git repository's history as the notes a project memory reads: one note per commit, its
-subject and body as the text, its touched files, its author time with the author's offset.
+subject and body as the text, its touched files, dated when it landed (the committer date with
+its offset), as ``memops mine`` and the trajectory replays date a commit.
 
-One ``git log`` call (``data.export.git``, an argument list) reads the whole range, oldest first
-in the order the commits landed: parents before children.
+One ``git log`` call (``data.export.git``, an argument list that runs none of the repository's
+programs) reads the whole range, oldest first in the order the commits landed: parents before
+children, otherwise by committer date. A commit rebased onto the branch last lands last, however
+early it was written.
 """
 
 from __future__ import annotations
 
-import subprocess
+import argparse
+import re
+import secrets
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
-from memops.data.export import git
+from memops.data.export import ExportError, git
 
 LOG_TIMEOUT_S = 300
 """A whole branch's log in one call takes longer than one commit's."""
@@ -20,16 +26,31 @@ SINCE_HELP = (
     "a bare date is that day at the time of day the command runs"
 )
 """The one help text of every --since that reaches git."""
-RECORD, FIELD = "\x1e", "\x00"
-"""What git's ``%x1e`` and ``%x00`` print between records and fields (an argument list cannot
-carry the bytes themselves)."""
+
+
+def moment(text: str) -> str:
+    """An argparse type for ``--since``/``--until``: an ISO 8601 date or time. git reads any
+    other word as now (``--since garbage`` read no commit), so anything else is refused."""
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an ISO 8601 date or time (2024-01-01T00:00Z)"
+        ) from None
+    return text
+
+
+FIELD = "\x00"
+"""What git's ``%x00`` prints between fields: a commit message cannot hold it."""
+CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
+"""Characters of a subject or body that no note keeps (a tab, an escape sequence's ESC)."""
 
 
 @dataclass(frozen=True)
 class Commit:
     sha: str
     at: str
-    """Author date, ISO 8601 with the author's offset."""
+    """When it landed: the committer date, ISO 8601 with the committer's offset."""
     subject: str
     body: str
     files: tuple[str, ...]
@@ -39,28 +60,46 @@ class Commit:
         return f"{self.subject}\n\n{self.body}".strip()
 
 
+def check_revision(branch: str) -> None:
+    """A revision is never an option: ``--output=<file>`` would make git write a file."""
+    if branch.startswith("-"):
+        raise ExportError(f"--branch {branch!r}: a branch or revision, not an option")
+
+
 def commits(
     repo: Path, branch: str = "HEAD", since: str | None = None, until: str | None = None
 ) -> list[Commit]:
-    """The commits of ``branch`` (author dates ``since``/``until`` as git reads them), oldest first."""
-    fmt = "--format=%x1e%H%x00%aI%x00%s%x00%b%x00"
+    """The commits of ``branch`` (committer dates ``since``/``until`` as git reads them), in the
+    order they landed."""
+    check_revision(branch)
+    # Records start with a marker no message holds (a subject may hold git's usual \x1e).
+    marker = secrets.token_hex(16)
+    fmt = f"--format={marker}%H%x00%cI%x00%s%x00%b%x00"
     dates = [*([f"--since={since}"] if since else []), *([f"--until={until}"] if until else [])]
-    walk = ["--reverse", "--topo-order", "--no-renames", "--name-only"]
-    out = git(repo, "log", *walk, fmt, *dates, branch, "--", timeout=LOG_TIMEOUT_S)
+    walk = ["--reverse", "--date-order", "--no-renames", "--name-only", "--encoding=UTF-8"]
+    out = git(repo, "log", *walk, fmt, *dates, "--end-of-options", branch, "--", timeout=LOG_TIMEOUT_S)
     found = []
-    for record in out.split(RECORD)[1:]:
+    for record in out.split(marker)[1:]:
         sha, at, subject, body, names = record.split(FIELD, 4)
         files = tuple(line for line in names.splitlines() if line.strip())
-        found.append(Commit(sha, at, subject.strip(), body.strip(), files))
+        subject, body = (CONTROL.sub(" ", subject).strip(), CONTROL.sub(" ", body).strip())
+        found.append(Commit(sha, at, subject, body, files))
     return found
 
 
-def is_ancestor(repo: Path, sha: str, branch: str) -> bool:
-    """Whether ``sha`` is still in ``branch``'s history (a rewritten history drops it)."""
-    done = subprocess.run(
-        ["git", "-C", str(repo), "merge-base", "--is-ancestor", sha, branch],
-        capture_output=True,
-        text=True,
-        timeout=LOG_TIMEOUT_S,
-    )
-    return done.returncode == 0
+def on_branch(repo: Path, branch: str) -> set[str]:
+    """Every commit in ``branch``'s history, in one call: what a saved memory's commits are
+    checked against (a rewritten history drops some)."""
+    check_revision(branch)
+    return set(git(repo, "rev-list", "--end-of-options", branch, "--", timeout=LOG_TIMEOUT_S).split())
+
+
+def identity(repo: Path, branch: str) -> str | None:
+    """What tells one repository from another whatever its folder is called: the first root
+    commit of ``branch`` (None for a repository with no commit yet)."""
+    check_revision(branch)
+    try:
+        roots = git(repo, "rev-list", "--max-parents=0", "--end-of-options", branch, "--").split()
+    except ExportError:
+        return None
+    return min(roots) if roots else None

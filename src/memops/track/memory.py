@@ -16,9 +16,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from memops.core.files import write_atomic
 from memops.core.records import Catalog, Note
@@ -96,6 +96,8 @@ class ProjectMemory:
     the claim contested)."""
     seen: list[str] = field(default_factory=list)
     """The ids of the notes fed so far, in order (``memops track`` keeps commit hashes here)."""
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Notes read and refused (a date in the future, say), by id, with why: seen, never written."""
 
     def __post_init__(self) -> None:
         if self.engine not in MODES:
@@ -135,6 +137,11 @@ class ProjectMemory:
                 "(open_memory); loaded without them, it answers queries only"
             )
         note_id = note_id or commit or f"note-{len(self.seen) + 1}"
+        check_input(note_id, text=text, title=title, commit=commit, files=files, branch=branch, env=env)
+        if claims is not None and (
+            isinstance(claims, str | bytes | dict) or not isinstance(claims, Sequence)
+        ):
+            raise InputError(f"note {note_id}: claims: a list of claims, not {type(claims).__name__}")
         first_line = text.strip().splitlines()[0][:120] if text.strip() else "(empty note)"
         try:
             note = Note(
@@ -152,21 +159,33 @@ class ProjectMemory:
             written = read
         if branch or env:
             scope = {"branch": branch or DEFAULT_BRANCH, "env": env or DEFAULT_ENV}
-            # Validated anew, not copied: a claim's key is cached on it once computed.
-            written = [Claim.model_validate({**c.model_dump(), **scope}) for c in written]
+            try:  # validated anew, not copied: a claim's key is cached on it once computed
+                written = [Claim.model_validate({**c.model_dump(), **scope}) for c in written]
+            except ValidationError as exc:
+                raise InputError(f"note {note_id}: {field_of(exc)}") from exc
         decisions = [self.state.apply(c) for c in written]
         self.seen.append(note.id)
         return NoteResult(note, written, decisions)
 
+    def skip(self, note_id: str, reason: str) -> None:
+        """Record a note that was read and refused, so the memory goes on past it and a rerun
+        does not read it again."""
+        self.seen.append(note_id)
+        self.skipped[note_id] = reason
+
     def _claim(self, given: Claim | dict[str, Any], note: Note, i: int) -> Claim:
         if isinstance(given, Claim):
             return given
+        if not isinstance(given, dict):
+            raise InputError(f"note {note.id}: claims[{i}]: a Claim or a dict, not {type(given).__name__}")
         row = {"at": note.at, **given}
         row.setdefault("evidence", {"type": "human-note", "commit": note.commit, "source": note.id})
         try:
-            return Claim.model_validate(row)
+            claim = Claim.model_validate(row)
         except ValidationError as exc:
             raise InputError(f"note {note.id}: claims[{i}].{field_of(exc)}") from exc
+        check_input(note.id, **{f"claims[{i}].value": claim.value})
+        return claim
 
     def _read(self, note: Note, catalog: Catalog | None) -> list[Claim] | str:
         """The note's claims from learned extraction, or why there are none."""
@@ -216,7 +235,10 @@ class ProjectMemory:
         self, entity: str, slot: str, at: str | datetime, branch: str = DEFAULT_BRANCH, env: str = DEFAULT_ENV
     ) -> str | None:
         """The value the key held at a time: the last change dated at or before it."""
-        when = TypeAdapter(Timestamp).validate_python(at)
+        try:
+            when = TypeAdapter(Timestamp).validate_python(at)
+        except ValidationError as exc:
+            raise InputError(f"value_at: at={at!r}: {field_of(exc)}") from exc
         held = [c.value for c in self.history(entity, slot, branch, env) if c.at <= when]
         return held[-1] if held else None
 
@@ -233,6 +255,7 @@ class ProjectMemory:
             "extract": self.extract,
             "catalog": self.catalog.model_dump(mode="json") if self.catalog else None,
             "seen": self.seen,
+            "skipped": self.skipped,
             "failures": dict(self.failures),
             "state": self.state.to_dict(),
         }
@@ -246,21 +269,56 @@ class ProjectMemory:
         the state loads no model)."""
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
-            if data.get("version") != SAVED_VERSION:
-                raise ValueError(f"version {data.get('version')!r}; expected {SAVED_VERSION}")
-            state = StateMemory.from_dict(data["state"])
-            catalog = Catalog.model_validate(data["catalog"]) if data["catalog"] else None
-        except (OSError, ValueError, KeyError, ValidationError) as exc:
-            raise InputError(f"{path}: not a saved memory ({exc})") from exc
+            saved = SavedMemory.model_validate(data)
+            state = StateMemory.from_dict(saved.state)
+            catalog = Catalog.model_validate(saved.catalog) if saved.catalog else None
+        except ValidationError as exc:
+            raise InputError(f"{path}: not a saved memory ({field_of(exc)})") from exc
+        except (OSError, ValueError, RecursionError) as exc:
+            raise InputError(f"{path}: not a saved memory ({exc.__class__.__name__}: {exc})") from exc
         return cls(
-            engine=data["engine"],
+            engine=saved.engine,
             ops=ops,
-            extract=data["extract"],
+            extract=saved.extract,
             catalog=catalog,
             state=state,
-            failures=Counter(data.get("failures", {})),
-            seen=list(data["seen"]),
+            failures=Counter(saved.failures),
+            seen=saved.seen,
+            skipped=saved.skipped,
         )
+
+
+class SavedMemory(BaseModel):
+    """The saved file's structure (``ProjectMemory.save``), checked whole before its state is."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    version: Literal[1]
+    engine: str
+    extract: str
+    catalog: dict[str, Any] | None
+    seen: list[str]
+    skipped: dict[str, str] = {}
+    failures: dict[str, int]
+    state: dict[str, Any]
+
+
+def check_input(note_id: str, **fields: Any) -> None:
+    """The note's own fields, as a caller of the API may pass anything: each a string (``files``
+    a list of them), encodable as UTF-8 (a lone surrogate would fail every later save)."""
+    for name, value in fields.items():
+        values = value if name == "files" else [value]
+        if name == "files" and isinstance(value, str | bytes):
+            raise InputError(f"note {note_id}: files: a list of paths, not one string ({value!r})")
+        for v in values:
+            if v is None and name != "text":
+                continue
+            if not isinstance(v, str):
+                raise InputError(f"note {note_id}: {name}: a string, not {type(v).__name__}")
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InputError(f"note {note_id}: {name}: not valid text ({exc.reason})") from None
 
 
 @contextmanager

@@ -76,7 +76,9 @@ def adapter_dirs(root: str | Path | Mapping[str, Path], needs: Sequence[str] = O
         dirs = {name: Path(root) / name for name in adapters(stages=True)}
     missing = [str(dirs[op]) for op in needs if not adapter_finished(dirs[op])]
     if missing:
-        raise BackendError(f"no finished adapter in: {', '.join(missing)} (train them with memops train: docs/training.md)")
+        raise BackendError(
+            f"no finished adapter in: {', '.join(missing)} (train them with memops train: docs/training.md)"
+        )
     return {name: d for name, d in dirs.items() if adapter_finished(d)}
 
 
