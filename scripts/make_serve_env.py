@@ -61,8 +61,9 @@ def local_wheel(requirement: str) -> bool:
 
 def pip(python: Path, *args: str) -> None:
     """``pip <args>`` for the venv of ``python``, through uv where it is at hand (the venv's own or
-    one on PATH; several times faster on the same locked set), else the venv's pip. uv does not
-    read pip's settings, so a local wheel folder pip is pointed at (PIP_FIND_LINKS) is passed on."""
+    one on PATH; several times faster on the same locked set) unless ``UV=0``, else the venv's pip.
+    uv does not read pip's settings, so a local wheel folder pip is pointed at (PIP_FIND_LINKS) is
+    passed on."""
     uv = shutil.which("uv", path=str(python.parent)) or shutil.which("uv")
     if uv is None or os.environ.get("UV") == "0":
         subprocess.run([str(python), "-m", "pip", *args], check=True)
@@ -83,6 +84,8 @@ def make(venv_dir: Path, requirement: str, lock: Path | None = None) -> dict[str
     python = venv_dir / "bin" / "python"
     pinned = ["--constraint", str(lock)] if lock else []
     pip(python, "install", "--quiet", "--upgrade", "pip", "setuptools")
+    if os.environ.get("UV") != "0" and not shutil.which("uv"):  # uv into the venv, for what follows
+        pip(python, "install", "--quiet", "uv")
     if device == "cpu":
         # A CPU build on disk (pip's PIP_FIND_LINKS) needs no index, which uv would insist on reaching.
         index = [] if local_wheel(CPU_TORCH) else ["--extra-index-url", CPU_TORCH_INDEX]

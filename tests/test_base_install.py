@@ -32,7 +32,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv = where / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     lock = ["--constraint", str(ROOT / "requirements" / "cpu.lock")]
-    if uv := shutil.which("uv"):
+    if uv := shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv"):
         install = [uv, "pip", "install", "--quiet", "--python", str(venv / "bin" / "python")]
     else:
         subprocess.run([str(venv / "bin" / "python"), "-m", "ensurepip", "--upgrade"], check=True)

@@ -29,12 +29,6 @@ REFUSALS = [
     ("submit", ["profile=nope"], "profile"),
     ("preflight", ["resources.train.gpus=x"], "resources.train.gpus"),
     # The probes of a new user's first hour: each said "valid", read nothing, or was a traceback.
-    (
-        "build-data",
-        ["validate=true", "annotations=[shipped,nowhere]"],
-        "annotations: nowhere is not a folder",
-    ),
-    ("build-data", ["annotations=[/nonexistent]"], "annotations: /nonexistent is not a folder"),
     ("demo", ["recipe.max_steps=abc"], "recipe holds one name (recipe=<name>), not fields of its own"),
     (
         "export-commits",
@@ -81,3 +75,20 @@ def test_a_gpu_model_runs_here_when_asked_to() -> None:
     if not torch.cuda.is_available():
         with pytest.raises(DeviceError, match=r"model qwen2\.5-14b-instruct has no CPU recipe"):
             check_device(cfg)
+
+
+@pytest.mark.parametrize(
+    "args", [["validate=true", "annotations=[shipped,nowhere]"], ["annotations=[nowhere]"]]
+)
+def test_an_annotations_folder_that_is_not_there_is_a_data_problem(
+    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """Probe 11: the first said "valid", the second built a synthetic-only dataset, both rc 0."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["memops", "build-data", *args])
+    with pytest.raises(SystemExit) as ended:
+        main(["build-data", *args])
+    assert ended.value.code == 1
+    err = capsys.readouterr().err
+    assert "nowhere: annotations: not a folder" in err and "Traceback" not in err
+    assert not (tmp_path / "outputs" / "datasets").exists()

@@ -45,13 +45,9 @@ class Sources:
 
     @cached_property
     def found(self) -> dict[str, Path]:
-        """Trajectory name -> its annotation file; an earlier directory wins a name. Read once.
-        An annotations folder that is not there is refused: a misspelt one would build, and
-        validate, without the trajectories it was meant to add."""
+        """Trajectory name -> its annotation file; an earlier directory wins a name. Read once."""
         files: dict[str, Path] = {}
         for folder in self.annotations:
-            if not folder.is_dir():
-                raise ValueError(f"annotations: {folder} is not a folder")
             for path in sorted(folder.glob("*.yaml")):
                 files.setdefault(path.stem, path)
         return dict(sorted(files.items(), key=lambda kv: (kv[0] not in SHIPPED, _rank(kv[0]), kv[0])))

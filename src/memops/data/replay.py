@@ -315,7 +315,12 @@ def check_trajectory(name: str, sources: Sources) -> tuple[Episode | None, list[
 def load_trajectories(sources: Sources, names: Sequence[str] | None = None) -> list[Episode]:
     """The named trajectories (default: every one the sources hold), or one :class:`DataError`
     listing every problem across them."""
-    episodes, problems = [], []
+    # A folder that is not there would build, and validate, without the trajectories it was
+    # meant to add.
+    problems = [
+        Problem(f, None, "annotations", "not a folder") for f in sources.annotations if not f.is_dir()
+    ]
+    episodes = []
     for name in sources.names() if names is None else names:
         episode, found = check_trajectory(name, sources)
         problems += found
