@@ -40,13 +40,15 @@ NO_LOCAL_LABELS := sed -E 's/^([^=]+==[^+]+)\+.*$$/\1/'
 
 # Installs go through uv (several times faster than pip on the same locked set): the uv on PATH,
 # else one pip puts into the venv first. UV=0 installs with pip. uv does not read pip's settings,
-# so a local wheel folder pip is pointed at (PIP_FIND_LINKS: a CPU torch on disk) is passed on.
+# so a local wheel folder pip is pointed at (PIP_FIND_LINKS or pip's config: a CPU torch on disk)
+# is passed on.
 UV ?= 1
+FIND_LINKS := $(or $(PIP_FIND_LINKS),$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
 ifeq ($(UV),0)
 INSTALL := $(BIN)/python -m pip install -q
 else
 INSTALL := $(BIN)/uv pip install -q
-UV_OPTS := --python $(BIN)/python $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS))
+UV_OPTS := --python $(BIN)/python $(foreach links,$(FIND_LINKS),--find-links $(links))
 endif
 
 $(STAMP): pyproject.toml $(LOCK)

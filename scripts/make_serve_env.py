@@ -52,25 +52,33 @@ def has_cuda() -> bool:
     return shutil.which("nvidia-smi") is not None
 
 
+def find_links() -> list[str]:
+    """The local wheel folders pip is pointed at (PIP_FIND_LINKS, else pip's own config), which uv
+    does not read by itself."""
+    if links := os.environ.get("PIP_FIND_LINKS"):
+        return links.split()
+    said = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "get", "global.find-links"], capture_output=True, text=True
+    )
+    return said.stdout.split() if said.returncode == 0 else []
+
+
 def local_wheel(requirement: str) -> bool:
-    """Whether the wheel folder pip is pointed at (PIP_FIND_LINKS) holds ``name==version``'s wheel."""
+    """Whether a wheel folder pip is pointed at holds ``name==version``'s wheel."""
     name, version = requirement.split("==")
-    folders = os.environ.get("PIP_FIND_LINKS", "").split()
-    return any(next(Path(f).glob(f"{name}-{version}-*.whl"), None) for f in folders if Path(f).is_dir())
+    return any(next(Path(f).glob(f"{name}-{version}-*.whl"), None) for f in find_links() if Path(f).is_dir())
 
 
 def pip(python: Path, *args: str) -> None:
     """``pip <args>`` for the venv of ``python``, through uv where it is at hand (the venv's own or
     one on PATH; several times faster on the same locked set) unless ``UV=0``, else the venv's pip.
-    uv does not read pip's settings, so a local wheel folder pip is pointed at (PIP_FIND_LINKS) is
-    passed on."""
+    uv does not read pip's settings, so the local wheel folders pip is pointed at are passed on."""
     uv = shutil.which("uv", path=str(python.parent)) or shutil.which("uv")
     if uv is None or os.environ.get("UV") == "0":
         subprocess.run([str(python), "-m", "pip", *args], check=True)
         return
     command, *rest = args
-    links = os.environ.get("PIP_FIND_LINKS") if command == "install" else None
-    found = ["--find-links", links] if links else []
+    found = [arg for f in find_links() for arg in ("--find-links", f)] if command == "install" else []
     rest = [a for a in rest if a != "--yes"]  # uv's uninstall does not ask
     subprocess.run([uv, "pip", command, "--python", str(python), *found, *rest], check=True)
 

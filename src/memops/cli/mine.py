@@ -4,7 +4,8 @@ Every first-parent commit that changes a fact of the catalog (read from the repo
 files at that commit, as the catalog's ``read_from`` says) becomes an annotated commit with its
 note and gold claims; distractors and queries are generated from the mined history. The output,
 ``<name>.yaml`` and ``<name>.jsonl``, joins the pipeline through ``annotations=`` and ``exports=``.
-An interrupted run resumes from its journal; the same tip mines to the same bytes.
+An interrupted run resumes from its journal (a run under another catalog or --since reads from the
+start); the same tip mines to the same bytes.
 
     memops mine ~/src/click --catalog python-project --name pallets-click
 """
