@@ -78,7 +78,7 @@ def test_the_symbolic_path_runs_on_the_base_install(base: Path, tmp_path: Path) 
     assert (tmp_path / "outputs" / "datasets" / "patch-guardrails" / "update" / "test.jsonl").exists()
 
 
-def test_mine_and_export_run_on_the_base_install(base: Path, tmp_path: Path) -> None:
+def test_the_git_commands_run_on_the_base_install(base: Path, tmp_path: Path) -> None:
     repo = tmp_path / "lib"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
@@ -95,8 +95,22 @@ def test_mine_and_export_run_on_the_base_install(base: Path, tmp_path: Path) -> 
     assert exported.returncode == 0, exported.stderr[-2000:]
     mined = memops(base, tmp_path, "mine", str(repo), "--catalog", "python-project")
     # Two commits state too little to make a trajectory: refused with the reason, not a traceback.
-    assert mined.returncode in (0, 1), mined.stderr[-2000:]
+    assert mined.returncode == 1 and "a trajectory needs at least 5" in mined.stderr, mined.stderr[-2000:]
     assert "Traceback" not in mined.stderr
+
+    # A saved memory with no new commit: track prints its state and loads no model.
+    saved = tmp_path / "track" / "memory.json"
+    shas = git(repo, "rev-list", "--reverse", "HEAD").split()
+    save = (
+        "from memops.track import ProjectMemory; "
+        f"ProjectMemory(engine='learned', seen={shas!r}).save({str(saved)!r})"
+    )
+    subprocess.run([str(base / "python"), "-c", save], check=True)
+    tracked = memops(
+        base, tmp_path, "track", str(repo), "--catalog", "python-project", "--out", str(saved.parent)
+    )
+    assert tracked.returncode == 0, tracked.stderr[-2000:]
+    assert "2 commits on HEAD, 0 new" in tracked.stdout and (saved.parent / "state.md").exists()
 
 
 @pytest.mark.parametrize(
