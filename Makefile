@@ -43,12 +43,13 @@ NO_LOCAL_LABELS := sed -E 's/^([^=]+==[^+]+)\+.*$$/\1/'
 # so a local wheel folder pip is pointed at (PIP_FIND_LINKS or pip's config: a CPU torch on disk)
 # is passed on.
 UV ?= 1
-FIND_LINKS := $(or $(PIP_FIND_LINKS),$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
+# Expanded only when an install runs (asking pip's config costs every other target a pip start).
+FIND_LINKS = $(or $(PIP_FIND_LINKS),$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
 ifeq ($(UV),0)
 INSTALL := $(BIN)/python -m pip install -q
 else
 INSTALL := $(BIN)/uv pip install -q
-UV_OPTS := --python $(BIN)/python $(foreach links,$(FIND_LINKS),--find-links $(links))
+UV_OPTS = --python $(BIN)/python $(foreach links,$(FIND_LINKS),--find-links $(links))
 endif
 
 $(STAMP): pyproject.toml $(LOCK)

@@ -13,6 +13,7 @@ Standard library only: it runs with the interpreter that makes the training venv
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -52,6 +53,7 @@ def has_cuda() -> bool:
     return shutil.which("nvidia-smi") is not None
 
 
+@functools.cache
 def find_links() -> list[str]:
     """The local wheel folders pip is pointed at (PIP_FIND_LINKS, else pip's own config), which uv
     does not read by itself."""

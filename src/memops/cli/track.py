@@ -33,7 +33,7 @@ from memops.data.export import ExportError
 from memops.data.problems import DataError
 from memops.operators.backends import BackendError
 from memops.operators.learned import EXTRACT_MODES
-from memops.track.git import SINCE_HELP, commits, identity, moment, on_branch
+from memops.track.git import SINCE_HELP, check_revision, commits, identity, moment, on_branch
 from memops.track.memory import InputError, ProjectMemory, open_memory
 
 
@@ -97,8 +97,10 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*", help="overrides of the model and backend (model.path=...)")
     args = parser.parse_intermixed_args()
     repo = args.repository.expanduser().resolve()
-    if args.branch.startswith("-"):
-        parser.error(f"--branch {args.branch!r}: a branch or revision, not an option")
+    try:
+        check_revision(args.branch)
+    except ExportError as exc:
+        parser.error(str(exc))
     adapters = args.adapters or adapters_path(Path(OUTPUTS) / "adapters", args.model, "all")
     try:
         out = args.out or output_folder(repo, args.branch)
@@ -118,20 +120,22 @@ def follow(args: argparse.Namespace, repo: Path, out: Path, adapters: Path) -> t
     saved = out / "memory.json"
     history = commits(repo, args.branch, args.since, args.until)
     load = saved if saved.exists() and not args.reset else None
-    seen = ProjectMemory.load(load).seen if load else []
+    kept = ProjectMemory.load(load) if load else None  # read once: it answers when nothing is new
+    seen = kept.seen if kept else []
     if seen:
-        kept = on_branch(repo, args.branch)
-        if gone := [sha for sha in seen if sha not in kept]:
+        on = on_branch(repo, args.branch)
+        if gone := [sha for sha in seen if sha not in on]:
             raise InputError(
                 f"{repo}: {len(gone)} commit(s) this memory read are no longer on {args.branch} "
                 f"(first: {gone[0][:9]}): its history was rewritten; --reset reads it again"
             )
-    new = [c for c in history if c.sha not in set(seen)]
+    read = set(seen)
+    new = [c for c in history if c.sha not in read]
     print(f"{repo.name}: {len(history)} commits on {args.branch}, {len(new)} new", flush=True)
     # Nothing to read: the saved memory answers without its operators, and no model loads.
     opened = (
-        nullcontext(ProjectMemory.load(load))
-        if load and not new
+        nullcontext(kept)
+        if kept and not new
         else open_memory(
             args.engine,
             adapters=adapters,

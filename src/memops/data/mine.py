@@ -112,7 +112,7 @@ def facts_at(files: Files, read_from: list[ReadFrom]) -> dict[str, str | None]:
         mine = {p: t for p, t in files.items() if any(fnmatch.fnmatchcase(p, f) for f in source.files)}
         try:
             out[source.pair] = READERS[source.reader](mine)
-        except (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError, MemoryError):
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError):
             out[source.pair] = None
     return out
 

@@ -196,7 +196,7 @@ class SavedKey(_Saved):
 
 
 class SavedItem(_Saved):
-    status: Literal["proposed", "confirmed", "contested", "superseded"]
+    status: Status = Field(strict=False)  # the enum's own values, as the file spells them
     claims: list[dict[str, Any]] = Field(min_length=1)
 
 
