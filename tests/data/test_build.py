@@ -15,6 +15,7 @@ from memops.data.pipeline import build
 from memops.data.realism import NaiveBayes
 from memops.data.replay import load_trajectory
 from memops.memory import ACTIONS
+from memops.operators.contract import regions
 from memops.operators.examples import COMPARE_LABELS
 from memops.operators.registry import OPS
 from memops.operators.schemas import CompareOutput, ExtractOutput, UpdateOutput
@@ -80,7 +81,11 @@ def test_every_label_of_every_op_is_present(built: tuple[Path, dict]) -> None:
     assert set(ops["update"]["label"]) == set(ACTIONS)
     assert "0 claims" in ops["extract"]["label"] and "2 claims" in ops["extract"]["label"]
     total = ops["compare"]["examples"]
-    assert min(ops["compare"]["label"].values()) / total >= 0.10
+    # The contract cases weigh each region by its difficulty, so the labels of the easy regions
+    # (unrelated, other scope) are rarer than the conflicts; each still holds 8% or more.
+    assert min(ops["compare"]["label"].values()) / total >= 0.08
+    for op in ("compare", "update"):  # every region of the contract is in the data
+        assert set(ops[op]["region"]) == {*regions(op), "(episode's own)"}, op
 
 
 def test_card_files_and_manifest(built: tuple[Path, dict]) -> None:

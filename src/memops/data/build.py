@@ -71,11 +71,15 @@ def build_pool(
     progress: bool = True,
     stages: bool = False,
     stage_ratio: float | None = None,
+    contract: int = 0,
 ) -> Pool:
+    """``contract``: contract cases per synthetic episode and decision (``operators.contract``)."""
     pool = Pool(adapters(stages))
     for episode in tqdm(episodes, desc="examples", unit="episode", disable=not progress):
         pool.by_episode[episode.id] = {
-            name: op.examples(episode, random.Random(f"{seed}:{name}:{episode.id}"), compare_per_label)
+            name: op.examples(
+                episode, random.Random(f"{seed}:{name}:{episode.id}"), compare_per_label, contract=contract
+            )
             for name, op in OPERATORS.items()
         }
         if stages:
@@ -255,6 +259,9 @@ def card(
         if op == STAGES_ADAPTER:
             stage = Counter(json.loads(r["inputs"]).get("stage", "direct") for r in rows)
             ops[op]["stage"] = {k: stage[k] for k in ("direct", "select", "fill")}
+        if op in DECISIONS:  # the contract cases per region (operators/contract.py), beside the rest
+            region = Counter(json.loads(r["inputs"]).get("region", "(episode's own)") for r in rows)
+            ops[op]["region"] = dict(sorted(region.items()))
     synthetic = [e for e in episodes if e.source == "synthetic"]
     train = [e for e in synthetic if not is_validation(e.id, validation_fraction)]
     tests = {
@@ -279,7 +286,7 @@ def card_markdown(data: dict[str, Any]) -> str:
     lines = ["# Operator datasets", "", f"Lengths are in {data['length_unit']}.", ""]
     for op, info in data["ops"].items():
         lines += [f"## {op} ({info['examples']} examples)", ""]
-        for facet in ("source", "family", "label", "stage"):
+        for facet in ("source", "family", "label", "stage", "region"):
             if facet not in info:
                 continue
             total = sum(info[facet].values())

@@ -21,6 +21,10 @@ class DataConfig(RunConfig):
     """Extra noise sessions per long-noise scenario, and how much chatter pads each note."""
     compare_per_label: int = 2
     """Sampled compare pairs per label and episode, on top of the contradictions met in replay."""
+    contract_per_episode: int = 12
+    """Contract cases per synthetic episode and decision: cells of the decision space the engine
+    defines, each region in proportion to its difficulty, written in the episode's own names and
+    values (``operators.contract``), so that no region of the contract is missing from training."""
     validation_fraction: float = 0.2
     extract_stages: bool = False
     """Also write ``extract-stages``: the extract examples plus the two-stage extractor's own
@@ -56,6 +60,8 @@ class DataConfig(RunConfig):
         self.synthetic_plus = [n for n in self.sources().names() if n in self.synthetic_plus]
         if self.extract_stage_ratio is not None and self.extract_stage_ratio < 0:
             raise ValueError(f"extract_stage_ratio={self.extract_stage_ratio}: must be 0 or more")
+        if self.contract_per_episode < 0:
+            raise ValueError(f"contract_per_episode={self.contract_per_episode}: must be 0 or more")
         if self.real_repeat < 1:
             raise ValueError(f"real_repeat={self.real_repeat}: must be 1 or more")
         if self.real_trajectories is not None and self.real_trajectories < 0:

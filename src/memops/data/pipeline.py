@@ -93,6 +93,7 @@ BUILD_KEYS = (
     "noisy_per_family",
     "noise",
     "compare_per_label",
+    "contract_per_episode",
     "validation_fraction",
     "real_trajectories",
     "real_repeat",
@@ -169,6 +170,7 @@ def _build(cfg: DataConfig, out: Path, overrides: list[str] | None) -> dict[str,
         progress=cfg.progress,
         stages=cfg.extract_stages,
         stage_ratio=cfg.extract_stage_ratio,
+        contract=cfg.contract_per_episode,
     )
 
     staging = out.parent / f".{out.name}.staging"

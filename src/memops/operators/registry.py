@@ -25,9 +25,11 @@ from pydantic import BaseModel
 
 from memops.core.sessions import Episode
 from memops.memory.claims import Claim
-from memops.memory.state import Entry
+from memops.memory.state import ACTIONS, Entry
 from memops.operators.backends import Messages
+from memops.operators.contract import contract_cases
 from memops.operators.examples import (
+    COMPARE_LABELS,
     Case,
     Example,
     compare_cases,
@@ -49,13 +51,16 @@ class Operator:
     """The chat for one call's arguments; training and inference both use it."""
     budget: int
     """Most new tokens per call: the schema's free strings leave the length open."""
-    examples: Callable[[Episode, random.Random, int], list[Example]]
-    """An episode's examples, given an rng seeded per (operator, episode) and the number of
-    sampled examples per label for builders that sample."""
+    examples: Callable[..., list[Example]]
+    """An episode's examples, given an rng seeded per (operator, episode), the number of
+    sampled examples per label for builders that sample and, as ``contract``, the number of
+    contract cases a synthetic episode adds (``operators.contract``)."""
     arguments: Callable[[Mapping[str, Any]], tuple[Any, ...]] | None = None
     """A decision's call arguments from an example's ``inputs``."""
     rule: Callable[..., BaseModel] | None = None
     """A decision's symbolic answer on the same arguments."""
+    answers: tuple[BaseModel, ...] = ()
+    """A decision's answers the engine's rules can give: what reading an answer weighs."""
 
 
 def decision(
@@ -66,13 +71,19 @@ def decision(
     cases: Callable[[Episode, random.Random, int], list[Case]],
     arguments: Callable[[Mapping[str, Any]], tuple[Any, ...]],
     rule: Callable[..., BaseModel],
+    answers: tuple[BaseModel, ...],
 ) -> Operator:
-    """A decision operator: its examples are its ``cases``, prompted and answered by ``rule``."""
+    """A decision operator: its examples are its ``cases`` and, in a synthetic episode,
+    ``contract`` cells of the decision space written in the episode's names and values, all
+    prompted and answered by ``rule``."""
 
-    def examples(episode: Episode, rng: random.Random, per_label: int) -> list[Example]:
-        return decision_examples(name, episode, cases(episode, rng, per_label), messages, rule)
+    def examples(episode: Episode, rng: random.Random, per_label: int, contract: int = 0) -> list[Example]:
+        drawn = cases(episode, rng, per_label)
+        if contract and episode.source == "synthetic":
+            drawn += contract_cases(name, episode, rng, contract)
+        return decision_examples(name, episode, drawn, messages, rule)
 
-    return Operator(name, output, messages, budget, examples, arguments, rule)
+    return Operator(name, output, messages, budget, examples, arguments, rule, answers)
 
 
 def _update_arguments(inputs: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -87,7 +98,7 @@ EXTRACT = Operator(
     output=ExtractOutput,
     messages=extract_messages,
     budget=512,
-    examples=lambda episode, _rng, _per_label: extract_examples(episode),
+    examples=lambda episode, _rng, _per_label, contract=0: extract_examples(episode),
 )
 COMPARE = decision(
     name="compare",
@@ -97,6 +108,7 @@ COMPARE = decision(
     cases=compare_cases,
     arguments=lambda inputs: (Claim.model_validate(inputs["first"]), Claim.model_validate(inputs["second"])),
     rule=symbolic_compare,
+    answers=tuple(CompareOutput(relation=r, winner=w) for r, w in (a.split("/") for a in COMPARE_LABELS)),
 )
 UPDATE = decision(
     name="update",
@@ -106,6 +118,7 @@ UPDATE = decision(
     cases=lambda episode, _rng, _per_label: update_cases(episode),
     arguments=_update_arguments,
     rule=symbolic_update,
+    answers=tuple(UpdateOutput(action=a) for a in ACTIONS),
 )
 
 OPERATORS: dict[str, Operator] = {op.name: op for op in (EXTRACT, COMPARE, UPDATE)}

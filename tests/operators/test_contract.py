@@ -1,0 +1,159 @@
+"""The contract suite and the contract cases of the training data (operators/contract.py)."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+
+import pytest
+
+from memops.data.scenarios.generate import scenarios
+from memops.memory.claims import norm
+from memops.memory.evidence import evidence_score
+from memops.operators.contract import (
+    DIFFICULTY,
+    STANDINGS,
+    cells,
+    contract_cases,
+    draw,
+    regions,
+    suite,
+    suite_names,
+)
+from memops.operators.registry import DECISIONS, OPERATORS
+
+
+def score(standing: tuple[str, bool]) -> int:
+    return evidence_score(standing[0], "c" if standing[1] else None)
+
+
+def test_the_grid_spans_every_standing_time_and_value() -> None:
+    compare = cells("compare")
+    assert len(compare) == len(STANDINGS) ** 2 * 3 * 6
+    assert {c.held for c in compare} == {c.incoming for c in compare} == set(STANDINGS)
+    update = cells("update")
+    assert {c.state for c in update} == {"empty", "current", "contested", "superseded"}
+    assert {c.value for c in update} == {
+        "identical",
+        "restated",
+        "contested-value",
+        "superseded-value",
+        "different",
+    }
+    for op in DECISIONS:
+        assert set(regions(op)) <= set(DIFFICULTY)
+
+
+@pytest.mark.parametrize("op", DECISIONS)
+def test_every_suite_case_is_answered_as_its_region_says(op: str) -> None:
+    """The written case carries its cell's facts: the rules, run on it, answer as the region
+    that names the deciding rule says they must."""
+    cases = suite(op, "test") + suite(op, "validation")
+    assert set(Counter(c["region"] for c in cases)) == set(regions(op))
+    for case in cases:
+        first, second = case["arguments"]
+        label, region = case["label"], case["region"]
+        if op == "compare":
+            expected = {
+                "unrelated": {"unrelated/none"},
+                "other scope": {"different_scope/none"},
+                "same value": {"equivalent/none"},
+                "restated value": {"equivalent/none"},
+                "exact tie": {"conflicting/none"},
+            }.get(region)
+            if expected is None:  # decided: the stronger, then the newer, wins
+                assert first.score != second.score or first.at != second.at
+                stronger = (second.score, second.at) > (first.score, first.at)
+                expected = {"conflicting/second" if stronger else "conflicting/first"}
+                if region == "commit decides":
+                    assert first.evidence.type == second.evidence.type
+                if region == "recency decides":
+                    assert first.score == second.score
+            assert label in expected, case["id"]
+        else:
+            entry, claim = first, second
+            if region == "new key":
+                assert entry is None and label == "add"
+                continue
+            current = entry.current
+            if region == "same as current":
+                assert claim.norm_value == current.norm_value and label == "merge"
+            elif region == "back to contested value":
+                assert claim.norm_value in {i.norm_value for i in entry.contested()}
+                wins = (claim.score, claim.at) > (current.score, current.at)
+                assert label == ("supersede" if wins else "merge"), case["id"]
+            else:
+                assert claim.norm_value not in entry.live
+                wins = (claim.score, claim.at) > (current.score, current.at)
+                assert label == ("supersede" if wins else "contested"), case["id"]
+
+
+def test_the_suite_is_fixed_and_its_parts_apart() -> None:
+    for op in DECISIONS:
+        test, validation = suite(op, "test"), suite(op, "validation")
+        assert [c["prompt"] for c in test] == [c["prompt"] for c in suite(op, "test")]
+        assert not {c["id"] for c in test} & {c["id"] for c in validation}
+        assert len(validation) > 30 and len(test) > 2 * len(validation) - 20
+
+
+def test_two_notes_of_equal_standing_supersede_by_recency_in_the_suite() -> None:
+    """The issue's case: two human notes at one key, the newer one changing the value."""
+    cases = [
+        c
+        for c in suite("update", "test")
+        if c["region"] == "recency decides" and c["arguments"][1].at > c["arguments"][0].current.at
+    ]
+    assert cases and {c["label"] for c in cases} == {"supersede"}
+
+
+def test_the_draw_weights_regions_by_difficulty() -> None:
+    drawn = Counter(c.region for c in draw("update", random.Random(0), 20_000))
+    assert set(drawn) == set(regions("update"))
+    share = {r: drawn[r] / DIFFICULTY[r] for r in drawn}
+    assert max(share.values()) / min(share.values()) < 1.15
+
+
+@pytest.fixture(scope="module")
+def synthetic() -> list:
+    return scenarios(0, 4, 0, 3)
+
+
+def test_synthetic_episodes_teach_every_region_in_their_own_names(synthetic: list) -> None:
+    suite_words = {norm(w) for w in suite_names()}
+    for op in DECISIONS:
+        seen: Counter[str] = Counter()
+        for episode in synthetic:
+            examples = OPERATORS[op].examples(episode, random.Random(episode.id), 2, contract=12)
+            contract = [e for e in examples if '"region"' in e["inputs"]]
+            assert len(contract) == 12
+            for e in contract:
+                seen[json.loads(e["inputs"])["region"]] += 1
+                text = "\n".join(m["content"] for m in e["prompt"]).lower()
+                assert not [w for w in suite_words if len(w) > 4 and w in text], e["id"]
+        assert set(seen) == set(regions(op))
+
+
+def test_no_training_source_speaks_the_suites_names(synthetic: list, export_dir) -> None:
+    """The suite is held out by construction: its entities, slots and values appear in no
+    synthetic scenario and no shipped trajectory."""
+    from memops.data.replay import load_trajectories
+    from tests.conftest import shipped
+
+    words = {norm(w) for w in suite_names() if len(w) > 4}
+    episodes = synthetic + load_trajectories(shipped(export_dir))
+    for episode in episodes:
+        said = {norm(c.entity) for s in episode.sessions for c in s.claims}
+        said |= {norm(c.slot) for s in episode.sessions for c in s.claims}
+        said |= {norm(c.value) for s in episode.sessions for c in s.claims}
+        assert not words & said, episode.id
+
+
+def test_a_trajectory_episode_gets_no_contract_cases(export_dir) -> None:
+    from memops.data.replay import load_trajectories
+    from tests.conftest import shipped
+
+    episode = load_trajectories(shipped(export_dir))[0]
+    assert contract_cases("compare", episode, random.Random(0), 0) == []
+    plain = OPERATORS["update"].examples(episode, random.Random(0), 2)
+    assert OPERATORS["update"].examples(episode, random.Random(0), 2, contract=12) == plain
