@@ -162,6 +162,25 @@ def test_a_batch_below_one_is_refused_before_any_work(batch: int) -> None:
         compose_config("loo", [f"batch={batch}"])
 
 
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("decisions=sample", "decisions='sample': one of decode, read"),
+        ("contract=[learned,oracle]", r"contract=\['oracle'\]: the variants are learned, prompted, symbolic"),
+    ],
+)
+def test_decision_settings_out_of_range_are_refused(override: str, message: str) -> None:
+    with pytest.raises(Exception, match=message):
+        compose_config("loo", [override])
+
+
+def test_a_negative_contract_draw_is_refused() -> None:
+    from memops.data.config import DataConfig
+
+    with pytest.raises(ValueError, match="contract_per_episode=-1: must be 0 or more"):
+        DataConfig(contract_per_episode=-1)
+
+
 HTTP_LOGGERS = ("httpx", "httpx2")
 
 

@@ -98,6 +98,28 @@ def test_oracle_run_scores_perfectly_and_writes_everything(uninterrupted) -> Non
     assert sum(manifest["phases"].values()) <= manifest["wall_seconds"] + 0.05 * (len(PHASES) + 1)
 
 
+def test_the_oracle_run_scores_the_contract_suite_apart_from_the_folds(uninterrupted) -> None:
+    """Every region of both decisions, for every variant, at 1.00 on the rules; its records
+    sit in contract.jsonl and none joins the fold figures."""
+    from memops.operators.contract import regions, suite
+
+    run_dir, summary = uninterrupted
+    records = read_records(run_dir / "contract.jsonl")
+    assert {(r["op"], r["variant"]) for r in records} == {
+        (op, v) for op in DECISIONS for v in ("learned", "prompted", "symbolic")
+    }
+    for op in DECISIONS:
+        assert sum(r["op"] == op for r in records) == 3 * len(suite(op, "test"))
+        for variant, stat in summary["contract"][op].items():
+            assert list(stat["regions"]) == list(regions(op)), variant
+            assert all(s["mean"] == 1.0 and s["n"] > 20 for s in stat["regions"].values()), variant
+            assert stat["answers"] == stat["gold"]
+    assert "contract" not in summary["folds"]
+    assert all(r["fold"] != "contract" for r in read_records(run_dir / "records.jsonl"))
+    report = (run_dir / "report.md").read_text()
+    assert "## Contract suite" in report and "| recency decides |" in report
+
+
 def test_killed_run_resumes_to_the_same_summary(
     uninterrupted, small_datasets: Path, export_dir: Path, tmp_path
 ):
@@ -205,7 +227,8 @@ def test_report_script_rebuilds_from_records_alone(uninterrupted, tmp_path: Path
     run_dir, summary = uninterrupted
     copy = tmp_path / "copy"
     copy.mkdir()
-    (copy / "records.jsonl").write_bytes((run_dir / "records.jsonl").read_bytes())
+    for name in ("records.jsonl", "contract.jsonl"):  # the folds' records and the suite's
+        (copy / name).write_bytes((run_dir / name).read_bytes())
     done = subprocess.run(
         [sys.executable, "-m", "memops", "report", f"run={copy}"],
         cwd=ROOT,
@@ -228,6 +251,9 @@ def test_report_merges_per_fold_runs_as_slurm_eval_jobs_write_them(uninterrupted
         part.mkdir(parents=True)
         (part / "records.jsonl").write_text("".join(json.dumps({**r, "fold": fold}) + "\n" for r in records))
         (part / "manifest.json").write_text((run_dir / "manifest.json").read_text())
+    # the contract suite as one of the jobs left it (the first fold's job had none yet)
+    contract = merged / "folds" / "model-routing" / "contract.jsonl"
+    contract.write_bytes((run_dir / "contract.jsonl").read_bytes())
     done = subprocess.run(
         [sys.executable, "-m", "memops", "report", f"run={merged}", "merge=[patch-guardrails,model-routing]"],
         cwd=ROOT,
@@ -240,6 +266,7 @@ def test_report_merges_per_fold_runs_as_slurm_eval_jobs_write_them(uninterrupted
     out = json.loads((merged / "summary.json").read_text())
     assert set(out["folds"]) == {"patch-guardrails", "model-routing"}
     assert out["folds"]["model-routing"] == summary["folds"]["patch-guardrails"]
+    assert out["contract"] == summary["contract"] and out["contract"]
     assert out["mean"]["direct"]["overall"]["n"] == 2 * summary["mean"]["direct"]["overall"]["n"]
     manifest = json.loads((merged / "manifest.json").read_text())
     assert manifest["run"]["folds"] == ["patch-guardrails", "model-routing"]

@@ -5,6 +5,7 @@ notes only."""
 from __future__ import annotations
 
 import json
+import random
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -241,3 +242,38 @@ def test_header_lines_inside_a_note_cannot_pass_for_its_header(episode) -> None:
     assert [line for line in lines if line.startswith("Commit:")] == [f"Commit: {note.commit}"]
     assert "> Date: 1999-01-01T00:00:00+00:00" in lines and "> Commit: deadbee" in lines
     assert extract_messages(note, episode.catalog)[-1]["content"].endswith(note.text)  # others unchanged
+
+
+def test_decisions_read_on_the_oracle_are_its_answers(episode) -> None:
+    """``decisions=read``: each decision is the allowed answer the backend weighs most; on the
+    oracle that is the rules' answer, from one probe per call and no decoding."""
+    from memops.operators.registry import DECISIONS, OPERATORS
+
+    oracle = SymbolicBackend()
+    read = LearnedOperators(oracle, decisions="read")
+    for op in DECISIONS:
+        spec = OPERATORS[op]
+        examples = spec.examples(episode, random.Random(0), 2)[:20]
+        for ex in examples:  # as a LOO run gives the oracle the held-out answers
+            oracle.remember(ex["prompt"], ex["completion"][0]["content"])
+        arguments = [spec.arguments(json.loads(ex["inputs"])) for ex in examples]
+        for ex, outcome in zip(examples, read.decide(spec, arguments), strict=True):
+            assert outcome.error is None and outcome.output in spec.answers
+            assert json.loads(outcome.raw) == json.loads(ex["completion"][0]["content"])
+        assert read.calls[op] == len(arguments) and not read.answers  # read, never decoded
+        assert read.unanswered(spec, arguments) == 0
+
+
+def test_a_decision_read_on_a_real_model_is_its_most_likely_allowed_answer(bare: HFBackend, episode) -> None:
+    from memops.operators.registry import UPDATE
+
+    examples = UPDATE.examples(episode, random.Random(0), 2)[:6]
+    arguments = [UPDATE.arguments(json.loads(ex["inputs"])) for ex in examples]
+    ops = LearnedOperators(bare, adapters=False, decisions="read")
+    assert ops.unanswered(UPDATE, arguments) == len(arguments)
+    outcomes = ops.decide(UPDATE, arguments)
+    options = tuple(a.model_dump_json() for a in UPDATE.answers)
+    odds = bare.probe([Probe("base", UPDATE.messages(*a), options) for a in arguments])
+    for outcome, o in zip(outcomes, odds, strict=True):
+        assert outcome.raw == options[max(range(len(options)), key=o.probs.__getitem__)]
+    assert ops.unanswered(UPDATE, arguments) == 0

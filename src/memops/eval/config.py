@@ -13,9 +13,10 @@ from memops.core.layout import SYNTHETIC
 from memops.core.names import known_names, safe_path
 from memops.data.config import DataConfig, data_config
 from memops.eval.calibration import CALIBRATION_NOTES
+from memops.eval.contract import VARIANTS as CONTRACT_VARIANTS
 from memops.operators.backends.factory import BackendConfig
 from memops.operators.engine import MODES
-from memops.operators.learned import EXTRACT_MODES, OPT_IN_MODES, STAGED_MODES, mode_adapter
+from memops.operators.learned import DECODINGS, EXTRACT_MODES, OPT_IN_MODES, STAGED_MODES, mode_adapter
 from memops.operators.registry import DECISIONS, adapters
 from memops.train.config import TrainingRun
 
@@ -91,6 +92,12 @@ class LooConfig(TrainingRun):
     study of values copied from the note; ``LearnedOperators.favour_note``). 0: off."""
     calibration_notes: int = CALIBRATION_NOTES
     """two-stage-scored: validation notes whose every catalog pair places the threshold."""
+    contract: list[str] = field(default_factory=lambda: list(CONTRACT_VARIANTS))
+    """The variants scored on the contract suite's test part (``eval/contract.py``), with the
+    first set of adapters the run loads; [] scores none."""
+    decisions: str = "decode"
+    """How the learned compare and update answer: ``decode`` (greedy under the schema's grammar)
+    or ``read`` (the allowed answer the adapter finds most likely; ``LearnedOperators.decisions``)."""
     replay: bool = True
     """Replay every held-out trajectory through the engine after scoring (the report's engine
     rows); a parity pass compares operator outputs and can leave it out."""
@@ -148,6 +155,11 @@ class LooConfig(TrainingRun):
             raise ValueError(f"op.name={self.op.name!r}: a run trains every adapter; op.* applies to all")
         if self.calibration_notes < 1:
             raise ValueError(f"calibration_notes={self.calibration_notes}: must be 1 or more")
+        if self.decisions not in DECODINGS:
+            raise ValueError(f"decisions={self.decisions!r}: one of {', '.join(DECODINGS)}")
+        unknown = sorted(set(self.contract) - set(CONTRACT_VARIANTS))
+        if unknown:
+            raise ValueError(f"contract={unknown}: the variants are {', '.join(CONTRACT_VARIANTS)}")
         if self.batch < 1:
             raise ValueError(f"batch={self.batch}: samples per operator call must be 1 or more")
         if self.wait_for_training_s < 0:

@@ -21,6 +21,7 @@ from memops.data.problems import DataError, Problem
 from memops.data.replay import load_trajectory
 from memops.eval.calibration import calibrate, calibration_json
 from memops.eval.config import LooConfig
+from memops.eval.contract import CONTRACT_RECORDS, score_contract
 from memops.eval.harness import ask_replays, load_test, replay_fold, score_fold
 from memops.eval.plan import check_trained_as, steps
 from memops.eval.records import Records, RecordsError
@@ -167,6 +168,7 @@ def run_settings(cfg: LooConfig) -> dict[str, Any]:
         **({"own_adapters": list(cfg.own_adapters)} if cfg.own_adapters else {}),  # absent when none
         "seed": cfg.seed,
         **({"favour_note": cfg.favour_note} if cfg.favour_note else {}),  # absent when off
+        **({"decisions": cfg.decisions} if cfg.decisions != "decode" else {}),  # absent by default
         "test_examples": fingerprint(test_file(cfg.datasets_dir, f, op) for f in cfg.folds for op in OPS),
     }
 
@@ -215,6 +217,7 @@ PHASES = (
     "backend start",
     "calibration",
     "operators",
+    "contract suite",
     "engine replays",
 )
 """Where a run's wall time goes, in the manifest's ``phases``: a pass's model calls are one share
@@ -262,7 +265,8 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
     serving: dict[str, Any] = {}
     # One backend per set of adapters: each fold's own, or one for every fold when they share
     # the adapters of ``adapters_fold`` (a single vLLM server then serves the whole run).
-    for folds in [cfg.folds] if cfg.shares_adapters() else [[f] for f in cfg.folds]:
+    sets = [cfg.folds] if cfg.shares_adapters() else [[f] for f in cfg.folds]
+    for folds in sets:
         episodes = {f: load_trajectory(f, cfg.sources()) for f in folds}
         name = cfg.adapters_fold if cfg.shares_adapters() else folds[0]  # whose set of adapters
         owner = {a: cfg.trained_on(folds[0], a) for a in cfg.served_adapters()}
@@ -301,7 +305,7 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
                             backend.remember(example["prompt"], example["completion"][0]["content"])
             if isinstance(backend, ServedBackend):
                 serving[name] = backend.describe()
-            ops = LearnedOperators(backend, favour_note=cfg.favour_note)
+            ops = LearnedOperators(backend, favour_note=cfg.favour_note, decisions=cfg.decisions)
             data, modes = Path(cfg.datasets_dir), cfg.learned_modes()
             uncalibrated = "two-stage-scored" in modes and not isinstance(backend, SymbolicBackend)
             # Every fold's operator scores first, then the engine replays (the slow part), so a
@@ -324,6 +328,14 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
                     wait_for_adapters(cfg, [(owner[a], a) for a in missing])
                     backend.add_adapters({a: dirs[a] for a in missing})
                 missing = []
+            if cfg.contract and folds == sets[0]:
+                if isinstance(backend, SymbolicBackend):
+                    backend.remember_suite()
+                with timed(phases, "contract suite"):
+                    score_contract(
+                        ops, Records(out / CONTRACT_RECORDS), "test", cfg.contract, cfg.batch, cfg.progress
+                    )
+                print("contract suite: scored", flush=True)
             if cfg.replay:
                 with timed(phases, "engine replays"):
                     asked = ask_replays(episodes, ops, records, modes, cfg.progress)

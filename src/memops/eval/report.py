@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from memops.core.files import write_atomic
+from memops.eval.contract import CONTRACT_RECORDS, contract_markdown, read_contract
 from memops.eval.metrics import (
     BOOTSTRAP_RESAMPLES,
     ERROR_CLASSES,
@@ -268,6 +269,7 @@ def markdown(summary: dict[str, Any], run: dict[str, Any]) -> str:
         direct_vs_two_stage(summary),
         extraction_sections(summary),
         learned_vs_prompted(summary),
+        contract_markdown(summary.get("contract", {})),
         references(),
     )
     return "\n".join(line for section in sections for line in section)
@@ -600,6 +602,7 @@ def build_report(run_dir: Path) -> dict[str, Any]:
     manifest = run_dir / "manifest.json"
     run = json.loads(manifest.read_text())["run"] if manifest.exists() else {}
     summary = summarize(records)
+    summary["contract"] = read_contract(run_dir)
     write_atomic(run_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
     write_atomic(run_dir / "report.md", markdown(summary, run))
     figures(summary, records, run_dir / "figures")
@@ -628,6 +631,10 @@ def merge_folds(run_dir: Path, folds: list[str]) -> int:
         manifest = part / "manifest.json"
         parts[fold] = json.loads(manifest.read_text()) if manifest.exists() else {}
     write_records(run_dir / "records.jsonl", records)
+    # Each fold's job scored the same contract suite; the first fold's records stand for the run.
+    suites = [run_dir / "folds" / fold / CONTRACT_RECORDS for fold in folds]
+    if scored := next((path for path in suites if path.exists()), None):
+        write_records(run_dir / CONTRACT_RECORDS, read_records(scored))
     first = parts[folds[0]].get("run", {})
     write_manifest(
         run_dir,

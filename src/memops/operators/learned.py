@@ -32,6 +32,8 @@ from memops.operators.schemas import (
     select_model,
 )
 
+Decoding = Literal["decode", "read"]
+DECODINGS: tuple[Decoding, ...] = ("decode", "read")
 ExtractMode = Literal[
     "direct", "two-stage", "two-stage-trained", "two-stage-scored", "two-stage-overlap", "direct-trained"
 ]
@@ -202,6 +204,10 @@ class LearnedOperators:
     favour_note: float = 0.0
     """Stage 2 adds this to the logits of the note's own tokens while a claim is filled: a study
     of values worded as the note words them (0: off)."""
+    decisions: Decoding = "decode"
+    """How a decision is answered: ``decode``, greedy under its schema's grammar; ``read``, the
+    allowed answer (``Operator.answers``) the model finds most likely, read teacher-forced in one
+    pass (a probe): the answer cannot be one the rules never give, and no answer is cut short."""
     threshold: float = 0.5
     """A scoring selection keeps a pair at least this likely: chosen on validation data
     (``eval.calibration``), never on the held-out fold."""
@@ -243,7 +249,11 @@ class LearnedOperators:
         return self._asks(op, op.name, [op.messages(*a) for a in arguments])
 
     def unanswered(self, op: Operator, arguments: Sequence[tuple[Any, ...]]) -> int:
-        """How many of these calls of a decision operator ``answers`` does not hold yet."""
+        """How many of these calls of a decision operator ``answers`` (``readings``) does not
+        hold yet."""
+        if self.decisions == "read":
+            asks = self._reading_asks(op, arguments)
+            return sum(self._probe_key(self._probe(*ask)) not in self.readings for ask in asks)
         requests = self._requests(op.name, self._decision_asks(op, arguments))
         return sum(_key(r) not in self.answers for r in requests)
 
@@ -267,7 +277,30 @@ class LearnedOperators:
         return out
 
     def decide(self, op: Operator, arguments: Sequence[tuple[Any, ...]]) -> list[Outcome]:
+        if self.decisions == "read":
+            return self._read(op, arguments)
         return self._ask(op.name, self._decision_asks(op, arguments))
+
+    def _read(self, op: Operator, arguments: Sequence[tuple[Any, ...]]) -> list[Outcome]:
+        """Each decision as the allowed answer its probe weighs most (``decisions="read"``)."""
+        asks = self._reading_asks(op, arguments)
+        out = []
+        for (_, messages, options), odds in zip(asks, self.probe(op.name, asks), strict=True):
+            if odds.refused:
+                error = f"refused by the backend: {odds.refused}"
+                out.append(Outcome(op.name, messages, "", None, error, odds.latency_s, 0))
+                continue
+            best = max(range(len(options)), key=odds.probs.__getitem__)
+            out.append(Outcome(op.name, messages, options[best], op.answers[best], None, odds.latency_s, 0))
+        return out
+
+    @staticmethod
+    def _reading_asks(
+        op: Operator, arguments: Sequence[tuple[Any, ...]]
+    ) -> list[tuple[str, Messages, tuple[str, ...]]]:
+        """A decision read rather than decoded: its prompt, weighing each allowed answer."""
+        options = tuple(a.model_dump_json() for a in op.answers)
+        return [(op.name, op.messages(*a), options) for a in arguments]
 
     def compare(self, pairs: Sequence[tuple[Claim, Claim]]) -> list[Outcome]:
         return self.decide(COMPARE, pairs)
@@ -297,13 +330,20 @@ class LearnedOperators:
 
     def probe(self, step: str, asks: list[tuple[str, Messages, tuple[str, ...]]]) -> list[Odds]:
         """Each (adapter, prompt, options) read, from ``readings`` where asked before."""
-        probes = [Probe(a if self.adapters else BASE, m, options) for a, m, options in asks]
-        keys = [json.dumps(astuple(p), sort_keys=True) for p in probes]
+        probes = [self._probe(*ask) for ask in asks]
+        keys = [self._probe_key(p) for p in probes]
         new = {k: p for k, p in zip(keys, probes, strict=True) if k not in self.readings}
         if new:
             self.readings.update(zip(new, self.backend.probe(list(new.values())), strict=True))
         self.calls[step] += len(asks)
         return [self.readings[k] for k in keys]
+
+    def _probe(self, adapter: str, messages: Messages, options: tuple[str, ...]) -> Probe:
+        return Probe(adapter if self.adapters else BASE, messages, options)
+
+    @staticmethod
+    def _probe_key(probe: Probe) -> str:
+        return json.dumps(astuple(probe), sort_keys=True)
 
     def score_pairs(self, notes: Sequence[Sourced], adapter: str = STAGES_ADAPTER) -> list[Extraction]:
         """Stage 1 by scoring: the stage-1 prompt read once per note, each catalog pair scored

@@ -41,6 +41,16 @@ class SymbolicBackend:
     def remember(self, messages: Messages, answer: str) -> None:
         self._answers[prompt_key(messages)] = answer
 
+    def remember_suite(self) -> None:
+        """The rules' answer to every case of the contract suite (``operators.contract``)."""
+        from memops.operators.contract import suite
+        from memops.operators.registry import DECISIONS, OPERATORS
+
+        for op in DECISIONS:
+            for part in ("validation", "test"):
+                for case in suite(op, part):
+                    self.remember(case["prompt"], OPERATORS[op].rule(*case["arguments"]).model_dump_json())
+
     def remember_extraction(self, note: Note, catalog: Catalog, gold: ExtractOutput) -> None:
         """Register the two-stage prompts of a note: the gold pairs (listed, and each stated
         pair's one-pair answer as certain when the list is read), then each pair's claim."""
@@ -86,11 +96,13 @@ class SymbolicBackend:
 
     def probe(self, probes: Sequence[Probe]) -> list[Odds]:
         """Certainty: each right option gets probability 1, every other 0 (the oracle knows all
-        the stated pairs of a note at once, so these are not one distribution)."""
+        the stated pairs of a note at once, so these are not one distribution). A decision read
+        rather than decoded is certain of the answer remembered for its prompt."""
         out = []
         for p in probes:
             began = time.perf_counter()
-            certain = self._certain.get(prompt_key(p.messages))
+            key = prompt_key(p.messages)
+            certain = self._certain.get(key) or ({self._answers[key]} if key in self._answers else None)
             if certain is None:
                 raise BackendError(f"symbolic backend: no options registered for this {p.adapter} probe")
             out.append(Odds(tuple(float(o in certain) for o in p.options), time.perf_counter() - began))
