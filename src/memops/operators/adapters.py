@@ -7,6 +7,7 @@ at fault, rather than as a library error from inside peft or vLLM.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,24 @@ def safetensors_problem(path: Path) -> str | None:
     return None
 
 
+def collapse_warning(name: str, manifest: dict[str, Any]) -> str | None:
+    """One line for a run or a memory that loads a collapsed adapter; None for any other."""
+    check = manifest.get("validation_decisions") or {}
+    label = check.get("collapsed")
+    if not label:
+        return None
+    mix = ", ".join(f"{k} {v}" for k, v in check["contract"]["answers"].items())
+    return (
+        f"warning: the {name} adapter answered {label!r} for most validation inputs, far more often "
+        f"than the gold (contract suite's validation part: {mix}); its decisions follow that label, "
+        "not the inputs"
+    )
+
+
+WARNED: set[tuple[str, Path]] = set()
+"""The collapsed adapters this process has warned about: one line each, however often loaded."""
+
+
 def check_adapter(name: str, path: str | Path) -> dict[str, Any]:
     """The adapter's ``adapter_config.json``, once the directory passes every check."""
     folder = Path(path)
@@ -59,4 +78,22 @@ def check_adapter(name: str, path: str | Path) -> dict[str, Any]:
     # A finished adapter, or a whole Trainer checkpoint (a learning-curve point): core.layout's rules.
     if not (adapter_finished(folder) or checkpoint_complete(folder)):
         raise BackendError(f"{where}: no {ADAPTER_MANIFEST}, so its training never finished")
+    warn_if_collapsed(name, folder)
     return config
+
+
+def warn_if_collapsed(name: str, folder: Path) -> None:
+    """Say once per process that a finished adapter was flagged collapsed (``collapse_warning``)."""
+    seen = (name, folder.resolve())
+    if seen in WARNED or not adapter_finished(folder):
+        return
+    if warning := collapse_warning(name, read_manifest(folder)):
+        WARNED.add(seen)
+        print(warning, file=sys.stderr, flush=True)
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    try:
+        return json.loads((folder / ADAPTER_MANIFEST).read_text())
+    except (OSError, ValueError) as e:
+        raise BackendError(f"adapter {folder}: {ADAPTER_MANIFEST} cannot be read ({e})") from e

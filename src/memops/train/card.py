@@ -51,6 +51,35 @@ def lora_layers(lora: dict[str, Any]) -> str:
     return f"layers {', '.join(map(str, chosen))}"
 
 
+def validation_lines(check: dict[str, Any] | None) -> list[str]:
+    """A decision adapter's answers on validation data right after training (train/validation.py),
+    and the collapse guard's verdict."""
+    if not check:
+        return []
+    names = {"split": "validation split", "contract": "contract suite, validation part"}
+    lines = [
+        "",
+        "## Validation answers",
+        "",
+        "| set | n | exact match | answers | gold |",
+        "| --- | ---: | ---: | --- | --- |",
+    ]
+    for key, name in names.items():
+        c = check[key]
+        mix = ", ".join(f"{k} {v}" for k, v in c["answers"].items())
+        gold = ", ".join(f"{k} {v}" for k, v in c["gold"].items())
+        lines.append(f"| {name} | {c['n']} | {c['accuracy']:.2f} | {mix} | {gold} |")
+    lines.append("")
+    if check["collapsed"]:
+        lines.append(
+            f"**Collapsed**: it answers `{check['collapsed']}` far more often than the gold holds it; "
+            "runs and memories that load it warn."
+        )
+    else:
+        lines.append("Not collapsed: no answer is given far more often than the gold holds it.")
+    return lines
+
+
 def card_text(manifest: dict[str, Any], heldout: dict[str, Any] | None = None) -> str:
     cfg = manifest["config"]
     model, op, fold = cfg["model"], cfg["op"]["name"], cfg["fold"]
@@ -84,6 +113,7 @@ def card_text(manifest: dict[str, Any], heldout: dict[str, Any] | None = None) -
         f"| LoRA | r={model['lora']['r']}, alpha={model['lora']['alpha']}, "
         f"{', '.join(model['lora']['target_modules'])}, {lora_layers(model['lora'])} |",
         f"| git commit | `{manifest.get('git_commit')}` |",
+        *validation_lines(manifest.get("validation_decisions")),
         "",
         "## Held-out figures",
         "",

@@ -31,6 +31,7 @@ from memops.core.layout import (
 )
 from memops.core.locks import exclusive
 from memops.core.models import LoraSpec, load_model
+from memops.operators.adapters import collapse_warning
 from memops.operators.registry import ADAPTERS, DECISIONS
 from memops.train.attention import SharedPrefix, attend_per_example
 from memops.train.builds import ensure_model
@@ -38,6 +39,7 @@ from memops.train.card import write_card
 from memops.train.config import TrainConfig
 from memops.train.cpu import cpu_model, labelled_positions_only, matmul_flags, native_bf16
 from memops.train.tracking import check_tracker
+from memops.train.validation import check_decisions
 
 
 class AdapterExists(RuntimeError):
@@ -160,6 +162,16 @@ def packed_attention(cfg: TrainConfig) -> str:
     if cfg.packed_attention == "varlen" and not torch.cuda.is_available():
         return "segments"
     return cfg.packed_attention
+
+
+def autocast(precision: str) -> contextlib.AbstractContextManager[object]:
+    """The matmuls in bf16 where the recipe trains in bf16 (``precision``), as the Trainer's
+    autocast runs them; nothing otherwise."""
+    if precision != "bf16":
+        return contextlib.nullcontext()
+    import torch
+
+    return torch.autocast(device_type="cuda" if torch.cuda.is_available() else "cpu", dtype=torch.bfloat16)
 
 
 def sft_config(cfg: TrainConfig, checkpoints: Path):  # -> trl.SFTConfig
@@ -352,6 +364,16 @@ def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str
         if not evals or evals[-1]["step"] != trainer.state.global_step:
             evals.append(trainer.evaluate())
     seconds = time.perf_counter() - started
+    decisions = None
+    if cfg.op.name in DECISIONS and trainer.is_world_process_zero():
+        with autocast(precision(cfg)):  # the precision the adapter trained in
+            decisions = check_decisions(trainer.model, tokenizer, cfg.op.name, list(eval_ds))
+        trainer.log(
+            {f"validation_{name}_accuracy": decisions[name]["accuracy"] for name in ("split", "contract")}
+        )
+        print(f"{cfg.op.name} validation answers: {json.dumps(decisions)}", flush=True)
+        if warning := collapse_warning(cfg.op.name, {"validation_decisions": decisions}):
+            print(warning, file=sys.stderr, flush=True)
 
     if trainer.is_fsdp_enabled:  # gather the sharded LoRA weights into one adapter file
         trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
@@ -378,6 +400,7 @@ def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str
         global_step=state.global_step,
         train_loss=result.training_loss,
         eval_loss=evals[-1]["eval_loss"],
+        validation_decisions=decisions,
         tokens_seen=int(state.num_input_tokens_seen),
         wall_seconds=round(seconds, 2),
         threads=threads,

@@ -1,0 +1,107 @@
+"""A decision adapter's own answers on validation data, read right after training: its exact
+match and its answers' label mix beside the gold's, and the collapse guard.
+
+A decision adapter can lower its validation loss while answering one label for nearly every
+input (docs/log/transfer.md: the demo's recipe at seeds 1 and 2). The loss does not show it; the
+answers do. Each validation prompt's allowed answers (``Operator.answers``) are read by the
+adapter's likelihood, teacher-forced (``backends.hf.read_continuations``), on the model in
+memory: no decoding, no second load. The rows are the validation split the trainer evaluated
+and the contract suite's validation part, whose names and values no training source uses.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from memops.operators.registry import OPERATORS
+
+COLLAPSE_SHARE = 0.5
+"""An answer given this often or more ..."""
+COLLAPSE_RATIO = 2.0
+"""... and this many times as often as the gold holds it, flags the adapter as collapsed."""
+
+
+def collapsed(answers: Counter[str], gold: Counter[str]) -> str | None:
+    """The label the answers pile on (``COLLAPSE_SHARE``, ``COLLAPSE_RATIO``), or None."""
+    n = sum(answers.values())
+    for label, count in answers.most_common(1):
+        share, gold_share = count / n, gold[label] / n
+        if share >= COLLAPSE_SHARE and share >= COLLAPSE_RATIO * gold_share:
+            return label
+    return None
+
+
+def read_answers(model: Any, tokenizer: Any, op: str, prompts: Sequence[list[dict[str, str]]]) -> list[str]:
+    """The most likely allowed answer to each prompt, as its label."""
+    from memops.operators.backends import parting
+    from memops.operators.backends.hf import prompt_text, read_continuations
+
+    spec = OPERATORS[op]
+    options = [a.model_dump_json() for a in spec.answers]
+    rows, starts = [], []
+    for messages in prompts:
+        text = prompt_text(tokenizer, messages)
+        begun = [tokenizer(text + o, add_special_tokens=False)["input_ids"] for o in options]
+        part = parting(begun, options)
+        rows += begun
+        starts += [part] * len(begun)
+    logprobs = read_continuations(model, rows, starts)
+    out = []
+    for k in range(len(prompts)):
+        mine = logprobs[k * len(options) : (k + 1) * len(options)]
+        out.append(spec.answers[max(range(len(options)), key=mine.__getitem__)].label)
+    return out
+
+
+PER_REGION = 6
+"""Contract validation cases read per region: every region weighs alike, and the read stays short."""
+
+
+def per_region(cases: Sequence[dict[str, Any]], n: int = PER_REGION) -> list[dict[str, Any]]:
+    taken: Counter[str] = Counter()
+    out = []
+    for case in cases:
+        if taken[case["region"]] < n:
+            taken[case["region"]] += 1
+            out.append(case)
+    return out
+
+
+def check_decisions(
+    model: Any, tokenizer: Any, op: str, validation: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+    """Exact match and label mix per validation set (``split``: the dataset's validation rows;
+    ``contract``: the suite's validation part), and the collapse flag over both."""
+    from memops.operators.contract import suite
+
+    sets = {
+        "split": [(row["prompt"], _label(op, row["completion"][0]["content"])) for row in validation],
+        "contract": [(case["prompt"], case["label"]) for case in per_region(suite(op, "validation"))],
+    }
+    was_training = model.training
+    model.eval()
+    out: dict[str, Any] = {}
+    answers_all: Counter[str] = Counter()
+    gold_all: Counter[str] = Counter()
+    for name, rows in sets.items():
+        answers = read_answers(model, tokenizer, op, [p for p, _ in rows])
+        gold = [g for _, g in rows]
+        out[name] = {
+            "n": len(rows),
+            "accuracy": sum(a == g for a, g in zip(answers, gold, strict=True)) / max(1, len(rows)),
+            "answers": dict(Counter(answers).most_common()),
+            "gold": dict(Counter(gold).most_common()),
+        }
+        answers_all.update(answers)
+        gold_all.update(gold)
+    if was_training:
+        model.train()
+    out["collapsed"] = collapsed(answers_all, gold_all)
+    return out
+
+
+def _label(op: str, completion: str) -> str:
+    return OPERATORS[op].output.model_validate(json.loads(completion)).label

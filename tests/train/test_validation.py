@@ -1,0 +1,64 @@
+"""A decision adapter's validation answers and the collapse guard (train/validation.py)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from memops.operators.adapters import check_adapter, collapse_warning
+from memops.train.validation import collapsed
+
+
+def test_a_mix_like_the_golds_is_not_collapsed() -> None:
+    gold = Counter({"merge": 40, "supersede": 30, "contested": 20, "add": 10})
+    assert collapsed(Counter({"merge": 45, "supersede": 25, "contested": 20, "add": 10}), gold) is None
+    # A majority the gold has too is not a collapse: merge is half of the gold here.
+    assert collapsed(Counter({"merge": 55, "supersede": 45}), Counter({"merge": 50, "supersede": 50})) is None
+
+
+def test_one_answer_far_above_its_gold_share_is_a_collapse() -> None:
+    gold = Counter({"merge": 25, "supersede": 25, "contested": 25, "add": 25})
+    assert collapsed(Counter({"merge": 90, "add": 10}), gold) == "merge"
+    assert collapsed(Counter({"merge": 60, "add": 40}), gold) == "merge"
+    assert collapsed(Counter({"merge": 45, "add": 30, "contested": 25}), gold) is None
+
+
+def test_an_adapter_trained_to_collapse_is_flagged_in_its_manifest_card_and_on_load(
+    smollm2_model: Path, small_datasets: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A few steps at a learning rate far above the recipe's push SmolLM2's compare adapter onto
+    one answer; the guard reads its answers right after training and says so everywhere."""
+    from memops.core.config import compose_config
+    from memops.train.recipe import train_adapter
+
+    args = [
+        "op=compare",
+        "fold=patch-guardrails",
+        "model=smollm2-135m-instruct",
+        f"model.path={smollm2_model}",
+        f"datasets_dir={small_datasets}",
+        f"adapters_dir={tmp_path}",
+        "max_steps=4",
+        "op.max_length=512",
+        "op.learning_rate=0.2",
+        "max_eval_samples=8",
+        "report_to=none",
+        "prepare=false",
+    ]
+    train_adapter(compose_config("train", args), args)
+    adapter = tmp_path / "smollm2-135m-instruct" / "patch-guardrails" / "compare"
+    manifest = json.loads((adapter / "manifest.json").read_text())
+    check = manifest["validation_decisions"]
+    assert check["collapsed"] in check["contract"]["answers"]
+    assert check["contract"]["n"] == sum(check["contract"]["gold"].values()) >= 40
+    top, count = next(iter(check["contract"]["answers"].items()))
+    assert top == check["collapsed"] and count >= check["contract"]["n"] / 2
+    assert "**Collapsed**" in (adapter / "README.md").read_text()
+    warning = collapse_warning("compare", manifest)
+    assert warning is not None and check["collapsed"] in warning and "\n" not in warning
+    assert warning in capsys.readouterr().err  # the training said it as it finished
+    check_adapter("compare", adapter)  # what a LOO run's backend and open_memory load through
+    assert warning in capsys.readouterr().err
