@@ -1,0 +1,155 @@
+"""A recipe's learned decisions over seeds: the figure as a distribution, not one draw.
+
+    python benchmarks/seed_sweep.py [--config-name smollm2-demo] [--seeds 0 1 2] \
+        [--root outputs/bench/seeds] [overrides...]
+
+One ``memops loo`` per seed (a child process each, one after the other: each takes both cores),
+with the seed's own datasets, adapters and run under ``--root``: the seed draws the synthetic
+scenarios and the sampled compare pairs, the label-balanced training draw and the adapters'
+initialisation. Hydra overrides after the options reach every run (``contract=[learned]``
+unless they name ``contract``). A rerun resumes each run where it stopped (finished adapters and
+records are kept).
+
+Prints per seed and as mean ± standard deviation over seeds: compare and update exact match on
+the held-out trajectories, the engine's final-state keys with gold extraction and the learned
+decisions, the contract suite overall and its weakest region, and whether the collapse guard
+flagged an adapter. Writes ``<root>/<config>/seeds.json`` and ``seeds.png`` (``seeds-<tag>.*``
+with ``--tag``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from memops.core.layout import ADAPTER_MANIFEST, OUTPUTS
+from memops.operators.registry import DECISIONS
+
+COLUMNS = ("compare", "update", "engine keys", "contract compare", "contract update")
+
+
+def run_seed(config: str, seed: int, root: Path, overrides: list[str], tag: str = "") -> tuple[Path, float]:
+    """The seed's LOO run (resumed where a run left it); its folder and wall time."""
+    name = f"{config}-seed-{seed}{f'-{tag}' if tag else ''}"
+    argv = [
+        sys.executable,
+        "-m",
+        "memops",
+        "loo",
+        "--config-name",
+        config,
+        f"seed={seed}",
+        f"run={name}",
+        f"datasets_dir={root / 'datasets' / f'seed-{seed}'}",
+        f"adapters_dir={root / 'adapters' / f'seed-{seed}'}",
+        f"runs_dir={root / 'loo'}",
+        "progress=false",
+        *overrides,
+    ]
+    began = time.perf_counter()
+    subprocess.run(argv, check=True)
+    return root / "loo" / name, time.perf_counter() - began
+
+
+def figures(run: Path, adapters: Path) -> dict[str, Any]:
+    """One seed's row: the run's pooled decision figures and contract suite, and its adapters'
+    validation answers (the collapse guard)."""
+    summary = json.loads((run / "summary.json").read_text())
+    mean = summary["mean"]
+    learned = next(v for v in ("two-stage", "learned", "direct") if v in mean)
+    row: dict[str, Any] = {
+        "compare": mean[learned]["compare"]["mean"],
+        "update": mean[learned]["update"]["mean"],
+        "engine keys": mean.get("decisions", {}).get("engine_state", {}).get("mean"),
+    }
+    for op in DECISIONS:
+        suite = summary.get("contract", {}).get(op, {}).get("learned")
+        if suite:
+            row[f"contract {op}"] = suite["all"]["mean"]
+            worst = min(suite["regions"].items(), key=lambda kv: kv[1]["mean"])
+            row[f"weakest {op} region"] = f"{worst[0]} {worst[1]['mean']:.2f}"
+            row[f"contract {op} regions"] = {k: v["mean"] for k, v in suite["regions"].items()}
+    flags = {}
+    for manifest in sorted(adapters.rglob(ADAPTER_MANIFEST)):
+        check = json.loads(manifest.read_text()).get("validation_decisions")
+        if check and manifest.parent.name in DECISIONS:
+            flags[manifest.parent.name] = check["collapsed"]
+    row["collapsed"] = flags
+    return row
+
+
+def spread(values: list[float | None]) -> str:
+    got = [v for v in values if v is not None]
+    if not got:
+        return "n/a"
+    sd = statistics.stdev(got) if len(got) > 1 else 0.0
+    return f"{statistics.mean(got):.2f} ± {sd:.2f} (min {min(got):.2f})"
+
+
+def plot(rows: dict[int, dict[str, Any]], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    for x, column in enumerate(COLUMNS):
+        values = [(seed, row.get(column)) for seed, row in rows.items() if row.get(column) is not None]
+        ax.scatter([x] * len(values), [v for _, v in values], color="tab:blue", zorder=3)
+        for seed, v in values:
+            ax.annotate(str(seed), (x, v), textcoords="offset points", xytext=(6, -3), fontsize=7)
+    ax.set_xticks(range(len(COLUMNS)), COLUMNS, rotation=15)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("exact match / keys kept")
+    ax.set_title("Learned decisions per seed (each point one seed)")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--config-name", default="smollm2-demo")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--root", type=Path, default=Path(OUTPUTS) / "bench" / "seeds")
+    parser.add_argument(
+        "--tag",
+        default="",
+        help="names the runs apart (<config>-seed-<n>-<tag>) on the same datasets and adapters: "
+        "a scoring change such as decisions=read, without training again",
+    )
+    args, overrides = parser.parse_known_args()
+    if not any(o.startswith("contract=") for o in overrides):
+        overrides.append("contract=[learned]")  # the suite for the adapters; the rules score 1.00
+    root = args.root.resolve() / args.config_name
+    rows: dict[int, dict[str, Any]] = {}
+    for seed in args.seeds:
+        run, seconds = run_seed(args.config_name, seed, root, overrides, args.tag)
+        rows[seed] = {**figures(run, root / "adapters" / f"seed-{seed}"), "wall_s": round(seconds)}
+        print(f"seed {seed}: {json.dumps(rows[seed])}", flush=True)
+    print(f"\n{args.config_name}, seeds {args.seeds}")
+    print(f"{'seed':<6}" + "".join(f"{c:>20}" for c in COLUMNS) + "   collapsed")
+    for seed, row in rows.items():
+        cells = "".join(f"{row[c]:>20.2f}" if row.get(c) is not None else f"{'n/a':>20}" for c in COLUMNS)
+        print(f"{seed:<6}{cells}   {row['collapsed']}")
+    print("mean ± sd:")
+    for column in COLUMNS:
+        print(f"  {column:<18} {spread([row.get(column) for row in rows.values()])}")
+    stem = f"seeds-{args.tag}" if args.tag else "seeds"
+    result = {"config": args.config_name, "overrides": overrides, "rows": rows}
+    (root / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
+    plot(rows, root / f"{stem}.png")
+    print(f"wrote {root / f'{stem}.json'} and {root / f'{stem}.png'}")
+
+
+if __name__ == "__main__":
+    main()
