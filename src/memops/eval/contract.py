@@ -8,7 +8,6 @@ figures: the suite is not a trajectory, and its names and values are no training
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,12 +15,12 @@ from typing import Any
 
 from tqdm import tqdm
 
+from memops.eval.harness import decision_records, variant_ops
 from memops.eval.metrics import bootstrap_ci
 from memops.eval.records import Record, Records, read_records
 from memops.operators.contract import regions, suite
 from memops.operators.learned import LearnedOperators
 from memops.operators.registry import DECISIONS, OPERATORS
-from memops.operators.symbolic import prompt_key
 
 CONTRACT_RECORDS = "contract.jsonl"
 FOLD = "contract"
@@ -37,12 +36,10 @@ def score_contract(
     batch: int = 32,
     progress: bool = True,
 ) -> None:
-    """Score every case of the suite's ``part`` that ``records`` does not hold yet."""
-    from dataclasses import replace
-
-    prompted = replace(ops, adapters=False)
+    """Score every case of the suite's ``part`` that ``records`` does not hold yet, as a fold's
+    decision examples are scored (``harness.decision_records``), each record with its region."""
+    on = variant_ops(ops)
     for op in DECISIONS:
-        spec = OPERATORS[op]
         cases = suite(op, part)
         for variant in variants:
             todo = [c for c in cases if not records.done(FOLD, op, variant, c["id"])]
@@ -50,44 +47,13 @@ def score_contract(
                 range(0, len(todo), batch), desc=f"contract {op} {variant}", disable=not progress, leave=False
             ):
                 chunk = todo[start : start + batch]
-                arguments = [c["arguments"] for c in chunk]
-                if variant == "symbolic":
-                    answers = [(spec.rule(*a).model_dump_json(), None, 0.0) for a in arguments]
-                else:
-                    outcomes = (prompted if variant == "prompted" else ops).decide(spec, arguments)
-                    answers = [(o.raw, o.error, o.latency_s) for o in outcomes]
-                records.add(
-                    _record(op, variant, case, *answer) for case, answer in zip(chunk, answers, strict=True)
-                )
+                scored = decision_records(FOLD, op, variant, chunk, on(variant))
+                records.add({**r, "region": c["region"]} for r, c in zip(scored, chunk, strict=True))
 
 
-def _record(
-    op: str, variant: str, case: dict[str, Any], raw: str, error: str | None, latency: float
-) -> Record:
-    try:
-        parsed = json.loads(raw) if error is None else None
-    except json.JSONDecodeError:
-        parsed = None
-    return {
-        "fold": FOLD,
-        "op": op,
-        "variant": variant,
-        "id": case["id"],
-        "region": case["region"],
-        "prompt_hash": prompt_key(case["prompt"]),
-        "raw": raw,
-        "parsed": parsed,
-        "error": error,
-        "gold": case["gold"],
-        "score": float(parsed == case["gold"]),
-        "latency_s": latency,
-    }
-
-
-def _label(op: str, answer: dict[str, Any] | None) -> str:
-    if answer is None:
-        return "(no answer)"
-    return f"{answer['relation']}/{answer['winner']}" if op == "compare" else answer["action"]
+def answer_label(op: str, answer: dict[str, Any] | None) -> str:
+    """A parsed answer's label as the operator's output names it (``CompareOutput.label``)."""
+    return "(no answer)" if answer is None else OPERATORS[op].output.model_validate(answer).label
 
 
 def summarize_contract(records: Sequence[Record]) -> dict[str, Any]:
@@ -105,8 +71,8 @@ def summarize_contract(records: Sequence[Record]) -> dict[str, Any]:
                     if any(r["region"] == name for r in rows)
                 },
                 "all": bootstrap_ci([r["score"] for r in rows]),
-                "answers": dict(Counter(_label(op, r["parsed"]) for r in rows).most_common()),
-                "gold": dict(Counter(_label(op, r["gold"]) for r in rows).most_common()),
+                "answers": dict(Counter(answer_label(op, r["parsed"]) for r in rows).most_common()),
+                "gold": dict(Counter(answer_label(op, r["gold"]) for r in rows).most_common()),
             }
     return out
 

@@ -232,7 +232,7 @@ def score_fold(
     ``modes``: the learned extraction variants (``two-stage-trained`` needs the backend to hold
     the ``extract-stages`` adapter). ``missing``: adapters still in training; what they would
     score is left for a later call."""
-    on = _variants(ops)
+    on = variant_ops(ops)
     tests = {op: load_test(datasets_dir, fold, op) for op in OPS}
     # Decisions first: one short call per example, so a run cut short still has them.
     jobs: list[tuple[str, str, Callable[[Sequence[dict]], list[Record]]]] = []
@@ -294,7 +294,7 @@ def replay_fold(
     re-extracts every note (answered from ``ops.answers`` where the scoring asked the same), so
     it is the slowest part of a fold; a run scores every fold first. ``asked``: the seconds of
     the decisions ``ask_replays`` asked ahead, per (fold, variant)."""
-    on = _variants(ops)
+    on = variant_ops(ops)
     for variant in engine_variants(modes):
         if not records.done(fold, "engine_queries", variant, episode.queries[-1].id):
             if progress:
@@ -305,7 +305,7 @@ def replay_fold(
             )
 
 
-def _variants(ops: LearnedOperators) -> Callable[[str], LearnedOperators]:
+def variant_ops(ops: LearnedOperators) -> Callable[[str], LearnedOperators]:
     """The operators a variant runs on: the adapters, or for ``prompted`` the bare base."""
     prompted = replace(ops, adapters=False, calls=Counter())
     return lambda variant: prompted if variant == "prompted" else ops

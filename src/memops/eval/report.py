@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from memops.core.files import write_atomic
-from memops.eval.contract import CONTRACT_RECORDS, contract_markdown, read_contract
+from memops.eval.contract import CONTRACT_RECORDS, answer_label, contract_markdown, read_contract
 from memops.eval.metrics import (
     BOOTSTRAP_RESAMPLES,
     ERROR_CLASSES,
@@ -22,7 +22,7 @@ from memops.eval.metrics import (
 )
 from memops.eval.records import Record, RecordsError, read_records, write_records
 from memops.operators.learned import EXTRACT_MODES, STAGED_MODES
-from memops.operators.registry import DECISIONS, OPERATORS, OPS
+from memops.operators.registry import DECISIONS, OPS
 
 LEARNED: tuple[str, ...] = EXTRACT_MODES
 ENGINE_ONLY = ("decisions",)
@@ -531,10 +531,6 @@ def extraction_sections(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _label(op: str, answer: dict[str, Any]) -> str:
-    return OPERATORS[op].output.model_validate(answer).label
-
-
 def figures(summary: dict[str, Any], records: list[Record], out: Path) -> list[Path]:
     import matplotlib
 
@@ -571,12 +567,12 @@ def figures(summary: dict[str, Any], records: list[Record], out: Path) -> list[P
 
     for op in DECISIONS:
         rows = [r for r in records if r["op"] == op and r["variant"] == "learned"]
-        gold = sorted({_label(op, r["gold"]) for r in rows})
-        pred_labels = [_label(op, r["parsed"]) if r["parsed"] else "unparsable" for r in rows]
+        gold = sorted({answer_label(op, r["gold"]) for r in rows})
+        pred_labels = [answer_label(op, r["parsed"]) if r["parsed"] else "unparsable" for r in rows]
         cols = gold + sorted({p for p in pred_labels if p not in gold})
         m = np.zeros((len(gold), len(cols)), dtype=int)
         for r, p in zip(rows, pred_labels, strict=True):
-            m[gold.index(_label(op, r["gold"])), cols.index(p)] += 1
+            m[gold.index(answer_label(op, r["gold"])), cols.index(p)] += 1
         fig, ax = plt.subplots(figsize=(1.2 * len(cols) + 2, 0.6 * len(gold) + 2))
         ax.imshow(m, cmap="Blues")
         for i in range(len(gold)):

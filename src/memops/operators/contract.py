@@ -18,6 +18,7 @@ The same cells make two things, drawn on disjoint names and values:
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -393,9 +394,13 @@ def _part(case_id: str) -> str:
     return "validation" if int(hashlib.sha256(case_id.encode()).hexdigest()[:8], 16) % 3 == 0 else "test"
 
 
-def suite(op: Op, part: str = "test", per_region: int = SUITE_PER_REGION) -> list[dict[str, Any]]:
+@cache
+def suite(op: Op, part: str = "test", per_region: int = SUITE_PER_REGION) -> tuple[dict[str, Any], ...]:
     """The contract suite of one decision: ``per_region`` cases per region, drawn with a fixed
-    seed, a third of them the validation part; each with its region, inputs and gold label."""
+    seed, a third of them the validation part. Each is an example as the datasets write one
+    (id, prompt, completion, JSON ``inputs``), with its region, label and call arguments; built
+    once per process."""
+    from memops.operators.prompts import completion
     from memops.operators.registry import OPERATORS
 
     spec = OPERATORS[op]
@@ -416,10 +421,11 @@ def suite(op: Op, part: str = "test", per_region: int = SUITE_PER_REGION) -> lis
                     "label": answer.label,
                     "arguments": case.arguments,
                     "prompt": spec.messages(*case.arguments),
-                    "gold": answer.model_dump(),
+                    "completion": completion(answer),
+                    "inputs": json.dumps(case.inputs, sort_keys=True, ensure_ascii=False),
                 }
             )
-    return out
+    return tuple(out)
 
 
 def suite_names() -> Iterator[str]:

