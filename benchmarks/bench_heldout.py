@@ -36,13 +36,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from memops.core.config import compose_config, write_config
+from memops.core.lanes import LaneFailed, halves, in_lanes
 from memops.core.layout import OUTPUTS
 from memops.eval.config import LooConfig
 from memops.eval.loo import PHASES
@@ -63,64 +63,20 @@ sooner (``in_lanes``), so this bound only ends a wait nothing else would."""
 
 def run(name: str, argv: list[str], log: Path, clock: float) -> dict:
     """Run one child on every core, with its output written to ``log``; see ``in_lanes``."""
-    return in_lanes({name: (argv, log)}, [os.sched_getaffinity(0)], clock)[name]
+    return lanes({name: (argv, log)}, [os.sched_getaffinity(0)], clock)[name]
 
 
-def in_lanes(
+def lanes(
     jobs: dict[str, tuple[list[str], Path]],
-    lanes: list[set[int]],
+    cores: list[set[int]],
     clock: float,
     after: Mapping[str, Collection[str]] | None = None,
 ) -> dict[str, dict]:
-    """Run jobs on lanes of cores: each lane takes the next job in order once its last one has
-    ended, so the first ``len(lanes)`` start at once (a job's torch threads and vLLM's follow the
-    affinity it inherits). A job named in ``after`` is passed over until the jobs it names have
-    ended. Each writes to its log. Returns each job's ``cores``, ``start`` (seconds since
-    ``clock``) and wall ``seconds``. A failure stops the others: what they finished is kept, and
-    a rerun resumes it."""
-    own, after = os.sched_getaffinity(0), after or {}
-    unknown = {name: set(need) - set(jobs) for name, need in after.items() if set(need) - set(jobs)}
-    if unknown:
-        raise ValueError(f"after: jobs that are not given: {unknown}")
-    queue, free = list(jobs.items()), list(range(len(lanes)))
-    running: dict[str, tuple[subprocess.Popen, int, float]] = {}
-    ran = {}
-    while queue or running:
-        while free and (job := next((j for j in queue if set(after.get(j[0], ())) <= set(ran)), None)):
-            queue.remove(job)
-            lane, (name, (argv, log)) = free.pop(0), job
-            print(f"[{name}] on cores {sorted(lanes[lane])}: {' '.join(argv)}\n  log: {log}", flush=True)
-            os.sched_setaffinity(0, lanes[lane])  # the child inherits it; no preexec_fn in a threaded parent
-            try:
-                with log.open("w") as out:
-                    child = subprocess.Popen(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-            finally:
-                os.sched_setaffinity(0, own)
-            running[name] = (child, lane, time.perf_counter())
-        if queue and not running:
-            raise ValueError(f"after: {', '.join(name for name, _ in queue)} wait on each other")
-        time.sleep(1)
-        for name, (child, lane, began) in list(running.items()):
-            if (code := child.poll()) is None:
-                continue
-            del running[name]
-            seconds = time.perf_counter() - began
-            if code != 0:
-                for other, *_ in running.values():
-                    other.terminate()
-                    other.wait()
-                sys.exit(f"[{name}] failed with exit code {code} after {seconds:.0f} s; see {jobs[name][1]}")
-            print(f"[{name}] {seconds:.0f} s", flush=True)
-            start = round(began - clock, 1)
-            ran[name] = {"cores": sorted(lanes[lane]), "start": start, "seconds": round(seconds, 1)}
-            free = sorted([*free, lane])
-    return ran
-
-
-def halves(cores: set[int]) -> list[set[int]]:
-    """The cores in two halves, lowest first: two lanes (the hf pass's and the vLLM pass's)."""
-    ordered = sorted(cores)
-    return [set(ordered[: len(ordered) // 2]), set(ordered[len(ordered) // 2 :])]
+    """``in_lanes`` from the repository root; a failed step ends the benchmark with its line."""
+    try:
+        return in_lanes(jobs, cores, clock, after, cwd=ROOT)
+    except LaneFailed as failed:
+        sys.exit(str(failed))
 
 
 def span(ran: dict[str, dict]) -> float:
@@ -226,7 +182,7 @@ def main() -> None:
             for name, job in jobs.items():
                 alone(name, *job)
             return
-        ran = in_lanes(jobs, halves(cores), clock)
+        ran = lanes(jobs, halves(cores), clock)
         schedule.update(ran)
         walls[group] = span(ran)
 
@@ -258,7 +214,7 @@ def main() -> None:
         # The hf pass takes the first lane the trainings leave and waits for the adapters still
         # in training; the vLLM pass, whose server loads every adapter as it starts, the next.
         passes["hf"][0].append(f"wait_for_training_s={TRAINING_WAIT_S}")
-        ran = in_lanes({**trainings, **passes}, halves(cores), clock, after={"vllm": list(trainings)})
+        ran = lanes({**trainings, **passes}, halves(cores), clock, after={"vllm": list(trainings)})
         schedule.update(ran)
         walls[OVERLAPPED] = span(ran)
     parity = decoding_parity(root / "loo" / "hf", root / "loo" / "vllm")

@@ -4,6 +4,7 @@ the adapter: the LOO harness and the Slurm submitter hand training a typed confi
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -126,12 +127,41 @@ def test_loo_settings_reach_the_trained_adapter(
             f"adapters_dir={tmp_path}",
         ],
     )
-    train_adapters(cfg, [("patch-guardrails", "compare")])
+    train_adapters(cfg, [("patch-guardrails", "compare")], tmp_path / "logs")
     adapter = tmp_path / "tiny" / "patch-guardrails" / "compare"
     assert json.loads((adapter / "adapter_config.json").read_text())["r"] == 8
     manifest = json.loads((adapter / "manifest.json").read_text())
     assert manifest["config"]["op"]["max_length"] == 512 and manifest["config"]["recipe"] == "cpu"
     assert manifest["global_step"] == 1
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to split")
+def test_a_cpu_run_trains_two_adapters_at_once_each_on_half_the_cores(
+    tiny_model: Path, small_datasets: Path, tmp_path: Path
+) -> None:
+    """A LOO run on a CPU trains its adapters two at a time, each a child on half the cores
+    with its own log, and a progress bar that reads the trainer's steps from those logs."""
+    from memops.eval.loo import train_adapters
+    from memops.train.recipe import steps_logged
+
+    cfg = compose_config(
+        "tiny-demo",
+        [
+            "max_steps=2",
+            "max_eval_samples=4",
+            f"model.path={tiny_model}",
+            f"datasets_dir={small_datasets}",
+            f"adapters_dir={tmp_path}",
+        ],
+    )
+    train_adapters(cfg, [("patch-guardrails", "compare"), ("patch-guardrails", "update")], tmp_path / "logs")
+    half = len(os.sched_getaffinity(0)) // 2
+    for op in ("compare", "update"):
+        manifest = json.loads((tmp_path / "tiny" / "patch-guardrails" / op / "manifest.json").read_text())
+        assert manifest["global_step"] == 2 and manifest["threads"] == half
+        log = tmp_path / "logs" / f"train-patch-guardrails-{op}.log"
+        assert steps_logged(log, 2) == 2 and steps_logged(log, 3) == 0
 
 
 def test_slurm_job_configs_carry_the_settings_and_each_adapters_own_budget(tmp_path: Path) -> None:

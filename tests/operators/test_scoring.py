@@ -17,7 +17,14 @@ from memops.core.records import Catalog, CatalogEntry, Note
 from memops.data.replay import load_trajectory
 from memops.eval.calibration import best_threshold, calibrate
 from memops.operators.backends import BackendError, Probe, parting
-from memops.operators.backends.hf import HFBackend, packs, prompt_text, read_continuations, shared_prefixes
+from memops.operators.backends.hf import (
+    PACK_TOKENS,
+    HFBackend,
+    packs,
+    prompt_text,
+    read_continuations,
+    shared_prefixes,
+)
 from memops.operators.backends.symbolic import SymbolicBackend
 from memops.operators.examples import stage_examples
 from memops.operators.learned import LearnedOperators, overlap_scores, overlap_selection
@@ -125,7 +132,8 @@ def unquantized(tiny_model: Path) -> HFBackend:
 
 def test_a_shared_prefix_reads_what_a_full_forward_pass_reads(unquantized: HFBackend, episode) -> None:
     """Each note's option rows run its prefix once; every option's log-probability, over all its
-    tokens, is that of running its row whole, and each note's rows form one group. The options
+    tokens, is that of running its row whole, whether the groups run whole side by side or
+    from their prefixes' caches, and each note's rows form one group. The options
     are the stage-1 answers of one pair each: many tokens, parting inside the shared JSON."""
     import torch
 
@@ -145,13 +153,16 @@ def test_a_shared_prefix_reads_what_a_full_forward_pass_reads(unquantized: HFBac
         list(range(len(pairs))),
         list(range(len(pairs), 2 * len(pairs))),
     ]
-    # A small budget: two or three remainders per pass, so a group takes several passes.
-    shared = read_continuations(unquantized.model, rows, starts, tokens=24)
+    # Both groups whole, a batch row each, in one pass; then each prefix run into a cache and
+    # a small budget for the remainders: two or three a pass, so a group takes several passes.
+    assert all(shared + sum(len(rows[i]) - shared for i in m) <= PACK_TOKENS for shared, m in groups)
+    whole = read_continuations(unquantized.model, rows, starts)
+    cached = read_continuations(unquantized.model, rows, starts, tokens=24, whole=0)
     with torch.inference_mode():
-        for row, start, got in zip(rows, starts, shared, strict=True):
+        for row, start, *got in zip(rows, starts, whole, cached, strict=True):
             logprobs = unquantized.model(input_ids=torch.tensor([row])).logits[0].float().log_softmax(-1)
             want = sum(logprobs[t - 1, row[t]].item() for t in range(start, len(row)))
-            assert got == pytest.approx(want, abs=1e-4)
+            assert got == pytest.approx([want, want], abs=1e-4)
     odds = unquantized.probe([Probe("base", select_messages(n, episode.catalog), options) for n in notes])
     assert all(sum(o.probs) == pytest.approx(1.0) for o in odds)
 

@@ -5,6 +5,8 @@ exists, so a rerun of the same config resumes."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -13,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from memops.core.config import check_device, cuda_available
+from memops.core.determinism import cpu_threads
 from memops.core.files import write_atomic
+from memops.core.lanes import halves
 from memops.core.layout import adapter_finished, adapters_path, run_dir, test_file
 from memops.core.locks import exclusive
 from memops.data.manifest import fingerprint, write_manifest
@@ -26,6 +30,7 @@ from memops.eval.harness import ask_replays, load_test, replay_fold, score_fold
 from memops.eval.plan import check_trained_as, steps
 from memops.eval.records import Records, RecordsError
 from memops.eval.report import build_report
+from memops.operators.adapters import collapse_warning
 from memops.operators.backends.factory import ServedBackend, check_given_server, check_unseen, open_backend
 from memops.operators.backends.hf import HFBackend
 from memops.operators.backends.symbolic import SymbolicBackend
@@ -69,19 +74,30 @@ def check_datasets(cfg: LooConfig) -> None:
         )
 
 
-def train_adapters(cfg: LooConfig, pairs: list[tuple[str, str]]) -> None:
-    """Train each ``(fold, op)`` adapter of ``pairs`` on its fold, one after another: in this
-    process on a CPU, in a child process on a GPU, which this process then hands to the backend
-    (a vLLM server takes most of its memory)."""
-    from memops.train.recipe import train_adapter, train_in_child
+def train_adapters(cfg: LooConfig, pairs: list[tuple[str, str]], logs: Path) -> None:
+    """Train each ``(fold, op)`` adapter of ``pairs`` on its fold. On a GPU one after another,
+    each in a child process, which this process then hands to the backend (a vLLM server takes
+    most of its memory). On a CPU of two cores or more, two at a time, each a child process on
+    half the cores, its log in ``logs`` (``train_in_lanes``); on one core, in this process."""
+    from memops.train.recipe import train_adapter, train_in_child, train_in_lanes
 
-    train = train_in_child if cuda_available() else train_adapter
-    for fold, op in pairs:
-        print(f"{fold}: training the {op} adapter", flush=True)
-        manifest = train(train_config(cfg, fold, op))
-        print(
-            f"{fold}: {op} adapter: eval loss {manifest['eval_loss']:.4f}, {manifest['wall_seconds']:.0f} s"
-        )
+    cfgs = [train_config(cfg, fold, op) for fold, op in pairs]
+    if not cuda_available() and len(cfgs) > 1 and cpu_threads() > 1:
+        names = ", ".join(f"{c.fold} {c.op.name}" for c in cfgs)
+        print(f"training the adapters {names}, two at a time", flush=True)
+        manifests = train_in_lanes(cfgs, halves(os.sched_getaffinity(0)), logs)
+        for c, manifest in zip(cfgs, manifests, strict=True):  # the children's lines are in their logs
+            if warning := collapse_warning(c.op.name, manifest):
+                print(warning, file=sys.stderr, flush=True)
+    else:
+        train = train_in_child if cuda_available() else train_adapter
+        manifests = []
+        for c in cfgs:
+            print(f"{c.fold}: training the {c.op.name} adapter", flush=True)
+            manifests.append(train(c))
+    for c, manifest in zip(cfgs, manifests, strict=True):
+        loss, seconds = manifest["eval_loss"], manifest["wall_seconds"]
+        print(f"{c.fold}: {c.op.name} adapter: eval loss {loss:.4f}, {seconds:.0f} s")
 
 
 POLL_S = 10.0
@@ -280,7 +296,7 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
                 elsewhere = untrained
             else:
                 with timed(phases, "training"):
-                    train_adapters(cfg, [(owner[a], a) for a in untrained])
+                    train_adapters(cfg, [(owner[a], a) for a in untrained], out / "logs")
             if elsewhere and cfg.backend.kind != "hf":  # a server loads its adapters as it starts
                 with timed(phases, "adapter wait"):
                     wait_for_adapters(cfg, [(owner[a], a) for a in elsewhere])

@@ -10,6 +10,7 @@ import errno
 import json
 import os
 import random
+import re
 import resource
 import shutil
 import sys
@@ -302,15 +303,80 @@ def train_in_child(cfg: TrainConfig) -> dict[str, Any]:
     import subprocess
     import tempfile
 
-    from memops.core.config import write_config
+    with tempfile.TemporaryDirectory(prefix="memops-train-") as configs:
+        code = subprocess.run(child_argv(cfg, Path(configs)), check=False).returncode
+    if code != 0:
+        raise TrainingFailed(f"training the {cfg.op.name} adapter of fold {cfg.fold} exited with code {code}")
+    return finished_manifest(cfg)
+
+
+def train_in_lanes(cfgs: list[TrainConfig], lanes: list[set[int]], logs: Path) -> list[dict[str, Any]]:
+    """Train adapters in child processes on lanes of cores (``core.lanes``), each writing to
+    ``logs/train-<fold>-<op>.log``, with one progress bar over their steps; their manifests in
+    order. Two small trainings side by side, one core each, take about half the time of one
+    after the other on both (docs/log/speed.md)."""
+    import tempfile
+
+    from tqdm import tqdm
+
+    from memops.core.lanes import LaneFailed, in_lanes
 
     with tempfile.TemporaryDirectory(prefix="memops-train-") as configs:
-        write_config(Path(configs) / f"{cfg.op.name}.yaml", "train", cfg, by="memops loo")
-        argv = [sys.executable, "-m", "memops.train", "--config-dir", configs, "--config-name", cfg.op.name]
-        code = subprocess.run(argv, check=False).returncode
+        jobs = {
+            f"{cfg.fold} {cfg.op.name}": (
+                child_argv(cfg, Path(configs)),
+                logs / f"train-{cfg.fold}-{cfg.op.name}.log",
+            )
+            for cfg in cfgs
+        }
+        with tqdm(
+            total=sum(max(c.max_steps or 0, 0) for c in cfgs) or None, desc="training", unit="step"
+        ) as bar:
+
+            def watch() -> None:
+                done = sum(
+                    steps_logged(log, c.max_steps) for c, (_, log) in zip(cfgs, jobs.values(), strict=True)
+                )
+                bar.update(done - bar.n)
+
+            try:
+                in_lanes(jobs, lanes, time.perf_counter(), watch=watch, say=bar.write)
+            except LaneFailed as failed:
+                raise TrainingFailed(str(failed)) from None
+    return [finished_manifest(cfg) for cfg in cfgs]
+
+
+TRAINER_BAR = re.compile(rb"[\r\n] *\d+%\|[^|\r\n]*\| *(\d+)/(\d+) \[")
+"""The trainer's progress bar in a child's log: no description before its percentage, which
+every other bar there (tokenizing, packing, loading weights) has."""
+
+
+def steps_logged(log: Path, steps: int | None) -> int:
+    """The last step the trainer's bar wrote to ``log`` out of ``steps`` (0 before the first)."""
+    try:
+        with log.open("rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 4096))
+            counts = [int(done) for done, total in TRAINER_BAR.findall(f.read()) if int(total) == steps]
+    except FileNotFoundError:
+        return 0
+    return counts[-1] if counts else 0
+
+
+def child_argv(cfg: TrainConfig, configs: Path) -> list[str]:
+    """``python -m memops.train`` on ``cfg``, written into ``configs``."""
+    from memops.core.config import write_config
+
+    name = f"{cfg.fold}-{cfg.op.name}"
+    write_config(configs / f"{name}.yaml", "train", cfg, by="memops loo")
+    return [sys.executable, "-m", "memops.train", "--config-dir", str(configs), "--config-name", name]
+
+
+def finished_manifest(cfg: TrainConfig) -> dict[str, Any]:
     out = adapter_dir(cfg)
-    if code != 0 or not adapter_finished(out):
-        raise TrainingFailed(f"training the {cfg.op.name} adapter of fold {cfg.fold} exited with code {code}")
+    if not adapter_finished(out):
+        raise TrainingFailed(
+            f"training the {cfg.op.name} adapter of fold {cfg.fold} left no finished adapter"
+        )
     return json.loads((out / ADAPTER_MANIFEST).read_text())
 
 

@@ -97,6 +97,11 @@ def shared_prefixes(rows: list[list[int]], starts: list[int]) -> list[tuple[int,
 PROBE_TOKENS = 512
 """The most remainder tokens one forward pass of ``read_continuations`` packs side by side."""
 
+PACK_TOKENS = 2048
+"""The most tokens one forward pass of ``read_continuations`` runs whole groups in (prefix and
+remainders, a batch row each): a decision prompt's group, about 300 tokens for SmolLM2, run
+alone keeps the matmuls too small to use the CPU."""
+
 
 def packs(lengths: Sequence[int], tokens: int) -> list[range]:
     """Consecutive runs of items whose lengths sum to at most ``tokens`` (a longer item alone)."""
@@ -116,55 +121,159 @@ def read_continuations(
     starts: list[int],
     tokens: int = PROBE_TOKENS,
     stems: Sequence[tuple[int, Layers] | None] | None = None,
+    whole: int = PACK_TOKENS,
 ) -> list[float]:
     """Each row's log-probability of its tokens from ``starts`` on, teacher-forced.
 
-    Rows that share a prefix (``shared_prefixes``) run it once. Their remainders then run
-    packed into one sequence of at most ``tokens`` tokens, each at the positions it has in its
-    own row and attending to the prefix and its own earlier tokens only (a 4-D mask): no
-    padding, no copy of the prefix's key/value cache, one forward pass where batches of padded
-    rows took one each. The cache is cut back to the prefix after every pass. ``stems`` holds,
-    per row, the cache of its first tokens where one is kept (``StemCache``): a prefix that
-    reaches past it runs on from there.
+    Rows that share a prefix (``shared_prefixes``) run it once. A group of at most ``whole``
+    tokens in all runs whole, one batch row, beside other such groups up to ``whole`` tokens a
+    pass: its prefix, then each remainder at the positions it has in its own row, attending to
+    the prefix and its own earlier tokens only (a 4-D mask). A longer group, or one whose prefix
+    runs on from a kept stem (``stems``, per row: ``StemCache``), runs its prefix into a cache,
+    then its remainders packed into passes of at most ``tokens`` tokens, the cache cut back to
+    the prefix after each. Only the positions that score a token reach the LM head.
     """
+    import torch
+
+    out = [0.0] * len(rows)
+    packed: list[tuple[int, list[int]]] = []
+    sizes: list[int] = []
+    cached: list[tuple[int, list[int], Layers | None]] = []
+    for shared, members in shared_prefixes(rows, starts):
+        stem = stems[members[0]] if stems else None
+        start = stem[1] if stem and stem[0] <= shared else None
+        size = shared + sum(len(rows[i]) - shared for i in members)
+        if start is None and size <= whole:
+            packed.append((shared, members))
+            sizes.append(size)
+        else:
+            cached.append((shared, members, start))
+    order = sorted(range(len(packed)), key=sizes.__getitem__)  # rows of a pass alike in length
+    with torch.inference_mode():
+        for run in packs([sizes[k] for k in order], whole):
+            _read_groups(model, rows, starts, [packed[order[k]] for k in run], out)
+        for shared, members, start in cached:
+            _read_from_cache(model, rows, starts, shared, members, start, tokens, out)
+    return out
+
+
+def _scored(row: list[int], start: int, at: int, shared: int) -> tuple[list[int], list[int]]:
+    """The packed positions whose logits score a row's tokens from ``start`` on, and those
+    tokens, for a row whose remainder (from ``shared``) sits at packed position ``at``: the
+    position of the row's token t - 1 predicts its token t."""
+    return [at + t - 1 - shared for t in range(start, len(row))], row[start:]
+
+
+def _pick(model: Any, keep: list[int], tokens: list[int], **inputs: Any) -> Any:
+    """The log-probabilities of ``tokens`` at the packed positions ``keep``."""
+    import torch
+
+    logits = model(**inputs, logits_to_keep=torch.tensor(keep, device=model.device)).logits[0]
+    logprobs = logits.float().log_softmax(-1)
+    return logprobs[torch.arange(len(keep)), torch.tensor(tokens, device=logprobs.device)]
+
+
+def _read_groups(
+    model: Any,
+    rows: list[list[int]],
+    starts: list[int],
+    groups: list[tuple[int, list[int]]],
+    out: list[float],
+) -> None:
+    """One forward pass over whole groups, one batch row each, each row's sum into ``out``.
+
+    A group's row is its prefix, then its members' remainders; a 4-D mask lets each remainder
+    see the prefix and its own earlier tokens. Groups sit in rows of their own rather than one
+    long sequence, whose attention over masked-out pairs took half the pass. Padding attends to
+    itself only, so no position's softmax is empty."""
+    import torch
+
+    width = max(shared + sum(len(rows[i]) - shared for i in members) for shared, members in groups)
+    ids = torch.zeros(len(groups), width, dtype=torch.long)  # padding: any token
+    positions = torch.zeros_like(ids)
+    mask = torch.eye(width, dtype=torch.bool).repeat(len(groups), 1, 1)
+    keep = torch.zeros_like(ids, dtype=torch.bool)
+    picked: list[int] = []
+    owners: list[tuple[int, int]] = []  # per row: its index and its number of scored tokens
+    for g, (shared, members) in enumerate(groups):
+        ids[g, :shared] = torch.tensor(rows[members[0]][:shared], dtype=torch.long)
+        positions[g, :shared] = torch.arange(shared)
+        mask[g, :shared, :shared] = torch.ones(shared, shared, dtype=torch.bool).tril()
+        at = shared
+        for i in members:
+            tail = rows[i][shared:]
+            end = at + len(tail)
+            ids[g, at:end] = torch.tensor(tail, dtype=torch.long)
+            positions[g, at:end] = torch.arange(shared, shared + len(tail))
+            mask[g, at:end, :shared] = True
+            mask[g, at:end, at:end] = torch.ones(len(tail), len(tail), dtype=torch.bool).tril()
+            where, tokens = _scored(rows[i], starts[i], at, shared)
+            keep[g, where] = True  # ascending within the row: the flattened order is rows' order
+            picked += tokens
+            owners.append((i, len(tokens)))
+            at = end
+    device = model.device
+    logits = model(
+        input_ids=ids.to(device),
+        attention_mask=mask[:, None].to(device),
+        position_ids=positions.to(device),
+        logits_to_keep=keep.to(device),
+    ).logits
+    logprobs = logits.float().log_softmax(-1)[torch.arange(len(picked)), torch.tensor(picked)]
+    at = 0
+    for i, count in owners:
+        out[i] = logprobs[at : at + count].sum().item()
+        at += count
+
+
+def _read_from_cache(
+    model: Any,
+    rows: list[list[int]],
+    starts: list[int],
+    shared: int,
+    members: list[int],
+    start: Layers | None,
+    tokens: int,
+    out: list[float],
+) -> None:
+    """A group's prefix run once into a cache (on from ``start``), its remainders in passes of
+    at most ``tokens`` tokens, each row's sum into ``out``."""
     import torch
     from transformers import DynamicCache
 
-    out = [0.0] * len(rows)
     device = model.device
-    with torch.inference_mode():
-        for shared, members in shared_prefixes(rows, starts):
-            stem = stems[members[0]] if stems else None
-            start = stem[1] if stem and stem[0] <= shared else None
-            cache = DynamicCache(ddp_cache_data=run_prefix(model, rows[members[0]][:shared], start))
-            for run in packs([len(rows[i]) - shared for i in members], tokens):
-                chunk = [members[k] for k in run]
-                tails = [rows[i][shared:] for i in chunk]
-                n = sum(map(len, tails))
-                own = torch.block_diag(*(torch.ones(len(t), len(t), dtype=torch.bool).tril() for t in tails))
-                mask = torch.cat([torch.ones(n, shared, dtype=torch.bool), own], dim=1)
-                positions = torch.cat([torch.arange(shared, shared + len(t)) for t in tails])
-                logprobs = (
-                    model(
-                        input_ids=torch.tensor([[t for tail in tails for t in tail]], device=device),
-                        attention_mask=mask[None, None].to(device),
-                        position_ids=positions[None].to(device),
-                        past_key_values=cache,
-                        use_cache=True,
-                    )
-                    .logits[0]
-                    .float()
-                    .log_softmax(-1)
-                )
-                cache.crop(-n)
-                at = 0
-                for i, tail in zip(chunk, tails, strict=True):
-                    # The packed position of the row's token t - 1 predicts its token t.
-                    scored = torch.arange(starts[i], len(rows[i]))
-                    picked = logprobs[at + scored - 1 - shared, torch.tensor(rows[i])[scored]]
-                    out[i] = picked.sum().item()
-                    at += len(tail)
-    return out
+    cache = DynamicCache(ddp_cache_data=run_prefix(model, rows[members[0]][:shared], start))
+    for run in packs([len(rows[i]) - shared for i in members], tokens):
+        chunk = [members[k] for k in run]
+        tails = [rows[i][shared:] for i in chunk]
+        n = sum(map(len, tails))
+        own = torch.block_diag(*(torch.ones(len(t), len(t), dtype=torch.bool).tril() for t in tails))
+        mask = torch.cat([torch.ones(n, shared, dtype=torch.bool), own], dim=1)
+        positions = torch.cat([torch.arange(shared, shared + len(t)) for t in tails])
+        keep: list[int] = []
+        picked: list[int] = []
+        at = 0
+        for i, tail in zip(chunk, tails, strict=True):
+            where, scored = _scored(rows[i], starts[i], at, shared)
+            keep += where
+            picked += scored
+            at += len(tail)
+        logprobs = _pick(
+            model,
+            keep,
+            picked,
+            input_ids=torch.tensor([[t for tail in tails for t in tail]], device=device),
+            attention_mask=mask[None, None].to(device),
+            position_ids=positions[None].to(device),
+            past_key_values=cache,
+            use_cache=True,
+        )
+        cache.crop(-n)
+        at = 0
+        for i in chunk:
+            count = len(rows[i]) - starts[i]
+            out[i] = logprobs[at : at + count].sum().item()
+            at += count
 
 
 def favour_processor(
@@ -202,6 +311,7 @@ def run_prefix(model: Any, tokens: Sequence[int], start: Layers | None = None) -
             input_ids=torch.tensor([tokens[done:]], device=model.device),
             past_key_values=cache,
             use_cache=True,
+            logits_to_keep=1,  # the cache is what is wanted; the LM head over every position is not
         )
     return [(layer.keys, layer.values) for layer in cache.layers]
 
