@@ -84,7 +84,7 @@ lint: venv
 	$(BIN)/ruff format --check .
 
 # A real model learning on CPU: SmolLM2-135M-Instruct's two decision adapters against its prompted
-# base, held out on the five trajectories (about 15 minutes on 2 cores with AMX;
+# base, held out on the five trajectories (8-13 minutes on 2 cores with AMX;
 # src/memops/configs/smollm2-demo.yaml).
 demo: venv
 	$(BIN)/memops demo
