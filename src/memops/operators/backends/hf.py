@@ -151,7 +151,8 @@ def read_continuations(
     order = sorted(range(len(packed)), key=sizes.__getitem__)  # rows of a pass alike in length
     with torch.inference_mode():
         for run in packs([sizes[k] for k in order], whole):
-            _read_groups(model, rows, starts, [packed[order[k]] for k in run], out)
+            width = max(sizes[order[k]] for k in run)
+            _read_groups(model, rows, starts, [packed[order[k]] for k in run], width, out)
         for shared, members, start in cached:
             _read_from_cache(model, rows, starts, shared, members, start, tokens, out)
     return out
@@ -178,9 +179,11 @@ def _read_groups(
     rows: list[list[int]],
     starts: list[int],
     groups: list[tuple[int, list[int]]],
+    width: int,
     out: list[float],
 ) -> None:
-    """One forward pass over whole groups, one batch row each, each row's sum into ``out``.
+    """One forward pass over whole groups, one batch row each of ``width`` tokens (the longest
+    group's), each row's sum into ``out``.
 
     A group's row is its prefix, then its members' remainders; a 4-D mask lets each remainder
     see the prefix and its own earlier tokens. Groups sit in rows of their own rather than one
@@ -188,7 +191,6 @@ def _read_groups(
     itself only, so no position's softmax is empty."""
     import torch
 
-    width = max(shared + sum(len(rows[i]) - shared for i in members) for shared, members in groups)
     ids = torch.zeros(len(groups), width, dtype=torch.long)  # padding: any token
     positions = torch.zeros_like(ids)
     mask = torch.eye(width, dtype=torch.bool).repeat(len(groups), 1, 1)
