@@ -339,6 +339,110 @@ def test_a_file_no_reader_can_take_states_nothing_and_the_mine_goes_on(name: str
     from memops.data.mine import facts_at
 
     _, read_from = load_read_from("python-project")
-    facts = facts_at({name: text}, read_from)
+    facts, _ = facts_at({name: text}, read_from)
     assert set(facts) == {r.pair for r in read_from}
     assert all(v is None or isinstance(v, str) for v in facts.values())
+
+
+MIT_TEXT = "Permission is hereby granted, free of charge, to any person obtaining a copy\n"
+RESPELLED: list[tuple[str, dict[str, str | None]]] = [
+    (
+        "Start",
+        {
+            "pyproject.toml": PYPROJECT.format(description="d", python=">=3.8", licence="MIT"),
+            "LICENSE": MIT_TEXT,
+        },
+    ),
+    (
+        "Respell",
+        {"pyproject.toml": PYPROJECT.format(description="d", python=">= 3.8.0", licence="MIT License")},
+    ),
+    ("Break the TOML", {"pyproject.toml": "[project\nname = 'demo'\n"}),
+    ("Mend it", {"pyproject.toml": PYPROJECT.format(description="d", python=">=3.8", licence="MIT")}),
+    (
+        "Relicense the metadata only",
+        {"pyproject.toml": PYPROJECT.format(description="d", python=">=3.9", licence="GPLv3")},
+    ),
+]
+
+
+def test_a_respelling_an_unreadable_file_and_a_disputed_licence_are_no_change(tmp_path: Path) -> None:
+    """Issue 84: a respelled licence or specifier, a pyproject.toml that went unparsable and came
+    back, each made a claim (``supersede`` or ``merge`` in the cases); a licence the metadata and
+    the LICENSE text disagree on is left out and reported, not picked."""
+    path = tmp_path / "respelled"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    for day, (subject, files) in enumerate(RESPELLED, start=1):
+        for name, text in files.items():
+            (path / name).write_text(text)
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", subject, date=f"2024-03-{day:02d}T10:00:00+01:00")
+    catalog, read_from = load_read_from("python-project")
+    miner = Miner(path, "respelled", catalog, read_from)
+    start, facts, disputes = miner.read_all(tmp_path / "journal.jsonl", lambda it, n: it)
+    subjects = dict(zip(facts, (s for s, _ in RESPELLED), strict=True))
+    found = [(subjects[c.commit], c.pair, c.value) for c in miner.changes(start, facts)]
+    assert found == [
+        ("Start", "python.supported_versions", ">=3.8"),
+        ("Start", "build.backend", "hatchling.build"),
+        ("Start", "project.license", "MIT"),
+        ("Start", "dependencies.minimums", "click>=8.0"),
+        ("Relicense the metadata only", "python.supported_versions", ">=3.9"),
+    ]
+    assert [(subjects[d.commit], d.pair) for d in disputes] == [
+        ("Relicense the metadata only", "project.license")
+    ]
+    assert "pyproject.toml says GPL-3.0; LICENSE says MIT" in disputes[0].what
+
+
+def test_the_audit_passes_every_mined_claim_and_names_what_a_wrong_gold_gets_wrong(
+    repo: Path, tmp_path: Path
+) -> None:
+    from memops.data.audit import audit
+    from memops.data.problems import yaml_with_lines
+    from memops.data.replay import Annotation, read_export
+
+    assert run_mine(repo, tmp_path).returncode == 0
+    annotation = Annotation.model_validate(yaml_with_lines(tmp_path / "demo.yaml")[0])
+    records = [r for _, r in read_export(tmp_path / "demo.jsonl")[0]]
+    _, read_from = load_read_from("python-project")
+    findings = audit(repo, annotation, records, read_from)
+    assert len(findings) == 15 and not [f.problems for f in findings if f.problems]
+
+    # One gold value made wrong (the licence of the first commit), one credited to the wrong commit.
+    first, second = annotation.commits[0], annotation.commits[1]
+    wrong = first.model_copy(
+        update={
+            "claims": (
+                first.claims[0],
+                first.claims[1].model_copy(update={"value": "Apache-2.0"}),
+                first.claims[2],
+            )
+        }
+    )
+    late = second.model_copy(update={"commit": annotation.commits[2].commit})
+    broken = annotation.model_copy(update={"commits": (wrong, late, *annotation.commits[2:])})
+    problems = {(f.pair, f.value): f.problems for f in audit(repo, broken, records, read_from) if f.problems}
+    assert problems[("project.license", "Apache-2.0")] == [
+        "value: the files give 'MIT'",
+        "evidence: apache not in the files",
+    ]
+    assert problems[("tests.runner", "pytest")] == ["unchanged: the parent states the same value"]
+
+
+def test_a_note_another_trajectory_repeats_is_left_out(repo: Path, tmp_path: Path) -> None:
+    """A benchmark's training side leaves out the notes its held-out side holds (issue 84: 54 of
+    195 held-out notes quoted the changed lines of a training note)."""
+    catalog, read_from = load_read_from("python-project")
+    mine(Miner(repo, "demo", catalog, read_from), tmp_path / "all")
+    whole = load_trajectory("demo", Sources.of([tmp_path / "all"], [tmp_path / "all"]))
+    drop = next(s for s in whole.sessions if s.title == "Drop Python 3.8")
+    quoted = drop.text.split("\n\n")[1]
+    assert quoted.startswith("Changed lines:")
+    mine(Miner(repo, "demo", catalog, read_from), tmp_path / "left", leave_out={quoted})
+    left = load_trajectory("demo", Sources.of([tmp_path / "left"], [tmp_path / "left"]))
+    assert [s.title for s in left.sessions if s.commit] == [
+        s.title for s in whole.sessions if s.commit and s.title != "Drop Python 3.8"
+    ]
+    assert "# Left out: 1 note(s)" in (tmp_path / "left" / "demo.yaml").read_text()

@@ -2,10 +2,16 @@
 
 A reader takes the files a catalog slot names (``read_from`` in the catalog: path -> text, at
 one commit) and returns the fact's value as those files state it, or None where they state
-none. A file that does not parse (a broken TOML, a ``setup.py`` whose arguments are computed)
-states nothing; the next file in the slot's list may. Values are canonical, so the same
-statement written twice is one value and only a real change is a change: lists are sorted and
-joined with ", ", whitespace is collapsed.
+none. Values are canonical *by meaning*, so that only a real change is a change: licences as
+SPDX ids (``MIT License`` is ``MIT``; a bare ``BSD`` is told 2- or 3-clause by its licence
+text), version specifiers in one order and spelling (``>= 3.8.0`` is ``>=3.8``), tools and CI
+systems by one name; lists are sorted and joined with ", ".
+
+Two outcomes are not values. A file the fact is read from that is there but does not parse (a
+broken TOML, a Python 2 ``setup.py``) makes the fact unknown at that commit (``Unreadable``): the
+reader does not fall back to a file of lower standing, and the miner keeps the last value, since
+unknown is not a change. Two files that state different values (the metadata's licence against
+the LICENSE text) make it ``Disputed``: left out, and flagged where the benchmark is described.
 """
 
 from __future__ import annotations
@@ -13,12 +19,14 @@ from __future__ import annotations
 import ast
 import configparser
 import fnmatch
+import functools
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import yaml
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from memops.core.records import MAX_VALUE_CHARS
 
@@ -27,37 +35,121 @@ Files = Mapping[str, str]
 Reader = Callable[[Files], "str | None"]
 
 
+class Unreadable(ValueError):
+    """A file the fact is read from is there but cannot be parsed: the fact is unknown here."""
+
+
+class Disputed(ValueError):
+    """Two files the fact is read from state different values; ``values`` names each."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+        super().__init__("; ".join(f"{where} says {value}" for where, value in values.items()))
+
+
+@functools.lru_cache(maxsize=64)
+def _toml(text: str) -> dict:
+    """A TOML text parsed once: every reader of a commit asks for the same pyproject.toml."""
+    return tomllib.loads(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _yaml(text: str) -> object:
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+@functools.lru_cache(maxsize=64)
+def _python(text: str) -> ast.Module:
+    return ast.parse(text)
+
+
 def pyproject(files: Files) -> dict:
-    try:
-        return tomllib.loads(files.get("pyproject.toml", ""))
-    except tomllib.TOMLDecodeError:
+    if "pyproject.toml" not in files:
         return {}
+    try:
+        return _toml(files["pyproject.toml"])
+    except tomllib.TOMLDecodeError as exc:
+        raise Unreadable(f"pyproject.toml: {exc}") from None
+
+
+def tool(files: Files) -> dict:
+    """pyproject.toml's ``[tool]`` table."""
+    found = pyproject(files).get("tool", {})
+    return found if isinstance(found, dict) else {}
 
 
 def ini(files: Files, name: str) -> configparser.ConfigParser:
-    parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
-        parser.read_string(files.get(name, ""))
-    except configparser.Error:
-        return configparser.ConfigParser(interpolation=None)
+        return _ini(files.get(name, ""))
+    except configparser.Error as exc:
+        raise Unreadable(f"{name}: {exc.message}") from None
+
+
+@functools.lru_cache(maxsize=64)
+def _ini(text: str) -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    parser.read_string(text)
     return parser
 
 
-def setup_py(files: Files) -> dict[str, object]:
-    """The literal keyword arguments of the ``setup(...)`` call in ``setup.py``: what can be read
-    without running it (a computed argument is left out)."""
+def flit_metadata(files: Files) -> dict:
+    """flit's own ``[tool.flit.metadata]`` table (before PEP 621), where a flit project stated its
+    requirements, Python versions and licence."""
+    found = tool(files).get("flit", {})
+    found = found.get("metadata", {}) if isinstance(found, dict) else {}
+    return found if isinstance(found, dict) else {}
+
+
+def _constants(tree: ast.Module) -> dict[str, object]:
+    """Module-level names bound to literals (``REQUIRED = ["click>=7"]``), and dicts built with
+    ``dict(...)`` of literal keywords: what a ``setup(**args)`` or ``install_requires=REQUIRED``
+    refers to, read without running anything."""
+    found: dict[str, object] = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target = node.targets[0]
+        if not isinstance(target, ast.Name):
+            continue
+        value = _literal(node.value, found)
+        if value is not None:
+            found[target.id] = value
+    return found
+
+
+def _literal(node: ast.expr, names: dict[str, object]) -> object:
+    """A literal, a name bound to one, or ``dict(key=literal, ...)``; None for anything computed."""
+    if isinstance(node, ast.Name):
+        return names.get(node.id)
+    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "dict" and not node.args:
+        items = {kw.arg: _literal(kw.value, names) for kw in node.keywords if kw.arg}
+        return {k: v for k, v in items.items() if v is not None}
     try:
-        tree = ast.parse(files.get("setup.py", ""))
-    except (SyntaxError, ValueError):
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return None
+
+
+def setup_py(files: Files) -> dict[str, object]:
+    """The keyword arguments of the ``setup(...)`` call in ``setup.py`` that can be read without
+    running it: literals, module-level constants, and ``**`` of a dict of them (a computed
+    argument is left out)."""
+    if "setup.py" not in files:
         return {}
+    try:
+        tree = _python(files["setup.py"])
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise Unreadable(f"setup.py: {exc.__class__.__name__}") from None
+    names = _constants(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "setup":
-            found = {}
+            found: dict[str, object] = {}
             for kw in node.keywords:
-                try:
-                    found[kw.arg] = ast.literal_eval(kw.value)
-                except (ValueError, TypeError, SyntaxError, RecursionError):
-                    continue
+                value = _literal(kw.value, names)
+                if kw.arg is None and isinstance(value, dict):
+                    found.update({k: v for k, v in value.items() if isinstance(k, str)})
+                elif kw.arg is not None and value is not None:
+                    found[kw.arg] = value
             return found
     return {}
 
@@ -71,7 +163,7 @@ def one_line(value: object) -> str | None:
     return text[:MAX_VALUE_CHARS] if text else None
 
 
-def listed(items: set[str] | list[str]) -> str | None:
+def listed(items: Iterable[str]) -> str | None:
     """A list fact's value: sorted, joined, cut at whole items to fit a claim
     (``(+N more)`` says how many were left out)."""
     items = sorted(set(items), key=str.lower)
@@ -83,17 +175,71 @@ def listed(items: set[str] | list[str]) -> str | None:
     return None
 
 
+# -- versions ------------------------------------------------------------------------------------
+
+_TRAILING_ZEROS = re.compile(r"^(\d+\.\d+)(?:\.0)+(?=$|[^\d.])")
+_ORDER = {">=": 0, ">": 1, "~=": 2, "==": 3, "===": 4, "!=": 5, "<=": 6, "<": 7}
+
+
+def version(text: str) -> str:
+    """A version as one spelling: ``3.8.0`` is ``3.8`` (PEP 440 compares them equal); at least
+    major.minor is kept, so ``1.0`` stays ``1.0``."""
+    return _TRAILING_ZEROS.sub(r"\1", text.strip())
+
+
+def poetry_constraint(text: str) -> str:
+    """Poetry's ``^3.8`` and ``~3.8`` as the PEP 440 range they mean (``>=3.8,<4``, ``>=3.8,<3.9``)."""
+    text = text.strip()
+    if text[:1] not in "^~" or text[1:2] == "=":
+        return text
+    parts = text[1:].strip().split(".")
+    if not all(p.isdigit() for p in parts):
+        return text
+    if text[0] == "^":
+        nonzero = next((i for i, p in enumerate(parts) if p != "0"), len(parts) - 1)
+        upper = parts[: nonzero + 1]
+    else:
+        upper = parts[:2] if len(parts) > 1 else parts[:1]
+    upper = [*upper[:-1], str(int(upper[-1]) + 1)]
+    return f">={'.'.join(parts)},<{'.'.join(upper)}"
+
+
+def specifier(text: str) -> str | None:
+    """A version specifier in one form: its clauses lower bound first, then by version, versions
+    spelled by :func:`version`, no spaces (``< 4, >= 3.8.0`` is ``>=3.8,<4``). A specifier that
+    does not parse keeps its own text, spaces dropped."""
+    text = poetry_constraint(text)
+    try:
+        specs = list(SpecifierSet(text))
+    except InvalidSpecifier:
+        return one_line(text.replace(" ", ""))
+    if not specs:
+        return None
+    clauses = sorted((_ORDER.get(s.operator, 9), s.operator, version(s.version)) for s in specs)
+    return ",".join(op + v for _, op, v in clauses) or None
+
+
+def python_specifier(text: str) -> str | None:
+    """The Python versions a specifier admits, spelled by :func:`specifier`, without a ``<4``
+    bound: no Python 4 exists, so ``>=3.6,<4`` says what ``>=3.6`` says."""
+    found = specifier(text)
+    clauses = [c for c in (found or "").split(",") if c not in ("<4", "<4.0")]
+    return ",".join(clauses) or None
+
+
 def requires_python(files: Files) -> str | None:
-    """``requires-python`` (PEP 621), Poetry's ``python`` dependency, ``python_requires`` of
-    setup.cfg or setup.py; spaces dropped (``>= 3.8`` and ``>=3.8`` are one statement)."""
+    """``requires-python`` (PEP 621, or flit's metadata), Poetry's ``python`` dependency,
+    ``python_requires`` of setup.cfg or setup.py."""
     project = pyproject(files)
+    poetry = project.get("tool", {}).get("poetry", {})
     value = (
         project.get("project", {}).get("requires-python")
-        or project.get("tool", {}).get("poetry", {}).get("dependencies", {}).get("python")
+        or flit_metadata(files).get("requires-python")
+        or (poetry.get("dependencies", {}) if isinstance(poetry, dict) else {}).get("python")
         or ini(files, "setup.cfg").get("options", "python_requires", fallback=None)
         or setup_py(files).get("python_requires")
     )
-    return one_line(value.replace(" ", "")) if isinstance(value, str) else None
+    return python_specifier(value) if isinstance(value, str) and value.strip() else None
 
 
 def build_backend(files: Files) -> str | None:
@@ -101,20 +247,48 @@ def build_backend(files: Files) -> str | None:
     return one_line(pyproject(files).get("build-system", {}).get("build-backend"))
 
 
+# -- tools ---------------------------------------------------------------------------------------
+
+
+def tox_ini(files: Files) -> configparser.ConfigParser:
+    """tox's configuration: tox.ini, or the ini text pyproject.toml carries under
+    ``[tool.tox] legacy_tox_ini``."""
+    if "tox.ini" in files:
+        return ini(files, "tox.ini")
+    legacy = tool(files).get("tox", {})
+    legacy = legacy.get("legacy_tox_ini") if isinstance(legacy, dict) else None
+    return ini({"tox.ini": legacy}, "tox.ini") if isinstance(legacy, str) else ini({}, "tox.ini")
+
+
+def tox_commands(files: Files) -> str:
+    """Every ``commands`` line of every tox environment, joined."""
+    tox = tox_ini(files)
+    return "\n".join(
+        tox.get(section, "commands", fallback="")
+        for section in tox.sections()
+        if section.startswith("testenv")
+    )
+
+
+_PYTEST = re.compile(r"(?<![\w-])(?:py\.test|pytest)(?![\w-])")
+
+
 def test_runner(files: Files) -> str | None:
-    """pytest where it is configured (pyproject, setup.cfg, pytest.ini, tox.ini), tox where
-    tox.ini or ``[tool.tox]`` sets it up, nox where there is a noxfile."""
-    tool = pyproject(files).get("tool", {})
-    tox = ini(files, "tox.ini")
+    """pytest where it is configured (pyproject, setup.cfg, pytest.ini, tox.ini) or where tox or
+    nox runs it; tox where tox.ini or ``[tool.tox]`` sets it up; nox where there is a noxfile."""
+    tools = tool(files)
+    tox = tox_ini(files)
     found = set()
     if (
-        "pytest" in tool
+        "pytest" in tools
         or ini(files, "setup.cfg").has_section("tool:pytest")
         or "pytest.ini" in files
         or tox.has_section("pytest")
+        or _PYTEST.search(tox_commands(files))
+        or _PYTEST.search(files.get("noxfile.py", ""))
     ):
         found.add("pytest")
-    if "tox" in tool or tox.has_section("tox") or any(s.startswith("testenv") for s in tox.sections()):
+    if "tox" in tools or tox.has_section("tox") or any(s.startswith("testenv") for s in tox.sections()):
         found.add("tox")
     if "noxfile.py" in files:
         found.add("nox")
@@ -129,14 +303,17 @@ LINTERS = {
     "pyflakes": "pyflakes",
 }
 FORMATTERS = {"black": "black", "ruff-format": "ruff format", "yapf": "yapf", "autopep8": "autopep8"}
-"""Pre-commit hook ids and ``[tool.*]`` tables, by the tool's name."""
+TYPE_CHECKERS = {"mypy": "mypy", "pyright": "pyright", "basedpyright": "basedpyright", "pytype": "pytype"}
+"""Pre-commit hook ids and ``[tool.*]`` tables, by the tool's one name."""
 
 
 def hook_ids(files: Files) -> set[str]:
-    try:
-        config = yaml.safe_load(files.get(".pre-commit-config.yaml", "")) or {}
-    except yaml.YAMLError:
+    if ".pre-commit-config.yaml" not in files:
         return set()
+    try:
+        config = _yaml(files[".pre-commit-config.yaml"]) or {}
+    except yaml.YAMLError:
+        raise Unreadable(".pre-commit-config.yaml does not parse") from None
     repos = config.get("repos", []) if isinstance(config, dict) else []
     return {
         str(hook.get("id"))
@@ -151,7 +328,7 @@ def linters(files: Files) -> str | None:
     """The linters pre-commit runs, those with a ``[tool.*]`` table in pyproject.toml, flake8
     with its own section or file, pylint with its rc file."""
     found = {LINTERS[h] for h in hook_ids(files) if h in LINTERS}
-    found |= {name for name in ("ruff", "pylint", "flake8") if name in pyproject(files).get("tool", {})}
+    found |= {name for name in ("ruff", "pylint", "flake8") if name in tool(files)}
     if ".flake8" in files or any(ini(files, f).has_section("flake8") for f in ("setup.cfg", "tox.ini")):
         found.add("flake8")
     if ".pylintrc" in files or "pylintrc" in files:
@@ -162,11 +339,132 @@ def linters(files: Files) -> str | None:
 def formatters(files: Files) -> str | None:
     """The formatters pre-commit runs and black or yapf where pyproject.toml configures them."""
     found = {FORMATTERS[h] for h in hook_ids(files) if h in FORMATTERS}
-    found |= {name for name in ("black", "yapf") if name in pyproject(files).get("tool", {})}
+    found |= {name for name in ("black", "yapf") if name in tool(files)}
     if ".style.yapf" in files:
         found.add("yapf")
     return listed(found)
 
+
+def type_checkers(files: Files) -> str | None:
+    """The type checkers pre-commit or tox runs, those with a ``[tool.*]`` table, mypy with its
+    ini file or section, pyright with its config file."""
+    found = {TYPE_CHECKERS[h] for h in hook_ids(files) if h in TYPE_CHECKERS}
+    found |= {name for name in TYPE_CHECKERS.values() if name in tool(files)}
+    commands = tox_commands(files)
+    found |= {name for name in TYPE_CHECKERS.values() if re.search(rf"(?<![\w-]){name}(?![\w-])", commands)}
+    if {"mypy.ini", ".mypy.ini"} & set(files) or any(
+        ini(files, f).has_section("mypy") for f in ("setup.cfg", "tox.ini")
+    ):
+        found.add("mypy")
+    if "pyrightconfig.json" in files:
+        found.add("pyright")
+    return listed(found)
+
+
+def line_length(files: Files) -> str | None:
+    """The line length the formatter or linter is set to: ruff's, else black's, else flake8's
+    ``max-line-length``, as a number of characters."""
+    tools = tool(files)
+    for table in (tools.get("ruff"), ruff_toml(files), tools.get("black")):
+        if isinstance(table, dict) and isinstance(table.get("line-length"), int):
+            return str(table["line-length"])
+    for name, section in ((".flake8", "flake8"), ("setup.cfg", "flake8"), ("tox.ini", "flake8")):
+        value = ini(files, name).get(section, "max-line-length", fallback=None) if name in files else None
+        if value and value.strip().isdigit():
+            return str(int(value))
+    return None
+
+
+def ruff_toml(files: Files) -> dict:
+    for name in ("ruff.toml", ".ruff.toml"):
+        if name in files:
+            try:
+                return _toml(files[name])
+            except tomllib.TOMLDecodeError as exc:
+                raise Unreadable(f"{name}: {exc}") from None
+    return {}
+
+
+_FAIL_UNDER = re.compile(r"--(?:cov-)?fail-under[= ]\s*(\d+(?:\.\d+)?)")
+
+
+def percent(value: object) -> str | None:
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        return None
+    return f"{number:g}%" if 0 < number <= 100 else None
+
+
+def coverage_threshold(files: Files) -> str | None:
+    """The coverage a test run must reach: ``fail_under`` of coverage's configuration
+    (pyproject, .coveragerc, setup.cfg, tox.ini), else the highest ``--cov-fail-under`` or
+    ``--fail-under`` a test command passes (pytest options, tox, nox, CI workflows)."""
+    report = tool(files).get("coverage", {})
+    report = report.get("report", {}) if isinstance(report, dict) else {}
+    if isinstance(report, dict) and "fail_under" in report:
+        return percent(report["fail_under"])
+    for name, section in (
+        (".coveragerc", "report"),
+        ("setup.cfg", "coverage:report"),
+        ("tox.ini", "coverage:report"),
+    ):
+        value = ini(files, name).get(section, "fail_under", fallback=None) if name in files else None
+        if value:
+            return percent(value)
+    texts = [files[p] for p in files if p.startswith(".github/workflows/")]
+    texts += [
+        files.get(name, "") for name in ("tox.ini", "noxfile.py", "pytest.ini", "setup.cfg", "pyproject.toml")
+    ]
+    found = [float(m) for text in texts for m in _FAIL_UNDER.findall(text)]
+    return percent(max(found)) if found else None
+
+
+_THEME = re.compile(r"^theme:[ \t]*[\"']?([\w.-]*)[\"']?[ \t]*((?:\n[ \t]+.*)*)", re.MULTILINE)
+_NAME = re.compile(r"^[ \t]+name:[ \t]*[\"']?([\w.-]+)", re.MULTILINE)
+
+
+def mkdocs_theme(text: str) -> str | None:
+    """The ``theme`` of mkdocs.yml, written inline or as the ``name`` of its block (read as text:
+    mkdocs.yml often carries ``!!python`` tags no safe YAML loader takes)."""
+    found = _THEME.search(text)
+    if not found:
+        return None
+    name = found.group(1) or (_NAME.search(found.group(2)) or [None, None])[1]
+    return name or None
+
+
+SPHINX_CONFS = ("docs/conf.py", "doc/conf.py", "docs/source/conf.py", "doc/source/conf.py")
+
+
+def sphinx_theme(text: str) -> str | None:
+    """``html_theme`` of a Sphinx conf.py where it is a literal."""
+    try:
+        tree = _python(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise Unreadable("conf.py does not parse") from None
+    theme = _constants(tree).get("html_theme")
+    return theme.strip() if isinstance(theme, str) and theme.strip() else None
+
+
+def docs_builder(files: Files) -> str | None:
+    """Sphinx where a docs conf.py is, MkDocs where mkdocs.yml is, each with the theme it sets
+    (``Sphinx (furo theme)``)."""
+    found = []
+    for path in SPHINX_CONFS:
+        if path in files:
+            theme = sphinx_theme(files[path])
+            found.append(f"Sphinx ({theme} theme)" if theme else "Sphinx")
+            break
+    for path in ("mkdocs.yml", "mkdocs.yaml"):
+        if path in files:
+            theme = mkdocs_theme(files[path])
+            found.append(f"MkDocs ({theme} theme)" if theme else "MkDocs")
+            break
+    return listed(found)
+
+
+# -- CI ------------------------------------------------------------------------------------------
 
 SERVICES = {
     ".travis.yml": "Travis CI",
@@ -177,60 +475,233 @@ SERVICES = {
     ".gitlab-ci.yml": "GitLab CI",
 }
 SYSTEMS = {"ubuntu": "Linux", "macos": "macOS", "windows": "Windows"}
-_RUNNER = re.compile(r"\b(ubuntu|macos|windows)-(?:latest|\d[\w.]*)")
+_RUNNER = re.compile(r"\b(ubuntu|macos|windows)-(?:latest|\d[\w.]*)", re.IGNORECASE)
+_SYSTEM = re.compile(r"(ubuntu|macos|windows)\b")
+_MATRIX = re.compile(r"\$\{\{\s*matrix\.([\w-]+)\s*\}\}")
+
+
+def runs_on(job: dict) -> set[str]:
+    """Every machine label a job runs on, its ``${{ matrix.x }}`` filled with each value the
+    job's matrix (and its ``include``) gives ``x``."""
+    labels = job.get("runs-on")
+    labels = [labels] if isinstance(labels, str) else [x for x in labels or [] if isinstance(x, str)]
+    strategy = job.get("strategy")
+    matrix = strategy.get("matrix") if isinstance(strategy, dict) else None
+    matrix = matrix if isinstance(matrix, dict) else {}
+    out = set()
+    for label in labels:
+        names = _MATRIX.findall(label)
+        if not names:
+            out.add(label)
+            continue
+        values = matrix.get(names[0])
+        values = list(values) if isinstance(values, list) else []
+        values += [row.get(names[0]) for row in matrix.get("include") or [] if isinstance(row, dict)]
+        for value in values:
+            if isinstance(value, str):
+                out.add(_MATRIX.sub(value, label, count=1))
+    return out
+
+
+def workflow_systems(text: str) -> set[str]:
+    """The systems a GitHub Actions workflow runs on: its jobs' labels, matrices filled in, and any
+    ``ubuntu-*``, ``macos-*``, ``windows-*`` it names elsewhere."""
+    labels = {m.group(0) for m in _RUNNER.finditer(text)}
+    try:
+        workflow = _yaml(text)
+    except yaml.YAMLError:
+        workflow = None
+    jobs = workflow.get("jobs") if isinstance(workflow, dict) else None
+    for job in (jobs or {}).values() if isinstance(jobs, dict) else ():
+        if isinstance(job, dict):
+            labels |= runs_on(job)
+    return {SYSTEMS[m.group(1)] for x in labels if (m := _SYSTEM.match(x.lower()))}
 
 
 def ci_platforms(files: Files) -> str | None:
-    """GitHub Actions with the systems its workflows run on (``ubuntu-*``, ``macos-*``,
-    ``windows-*`` named anywhere in them), and every other CI service with a config file."""
+    """GitHub Actions with the systems its workflows run on, and every other CI service with a
+    config file."""
     services = []
     workflows = [files[p] for p in files if p.startswith(".github/workflows/")]
     if workflows:
-        systems = {SYSTEMS[m] for text in workflows for m in _RUNNER.findall(text)}
+        systems = set().union(*(workflow_systems(text) for text in workflows))
         on = f" on {', '.join(sorted(systems))}" if systems else ""
         services.append(f"GitHub Actions{on}")
     services += sorted({service for path, service in SERVICES.items() if path in files})
     return "; ".join(services) or None
 
 
-_CLASSIFIER = "License :: OSI Approved :: "
+# -- licences ------------------------------------------------------------------------------------
+
+_GNU_VERSION = re.compile(r"(?:v|version|-|\s)\s*([123](?:\.\d)?)(?![\d.])")
+
+
+def _gnu(kind: str, text: str) -> str:
+    """GPL or LGPL with the version, and ``-only`` or ``-or-later`` where the spelling says so
+    (``GPLv3+``, ``GNU Lesser General Public License v2.1``); a spelling without a version names
+    the family."""
+    found = _GNU_VERSION.search(text)
+    if not found:
+        return kind
+    number = found.group(1) if "." in found.group(1) else f"{found.group(1)}.0"
+    later = "-or-later" if "+" in text or "later" in text else "-only" if "only" in text else ""
+    return f"{kind}-{number}{later}"
+
+
+def _bsd(text: str) -> str:
+    if re.search(r"\b2\b|two|simplified|freebsd", text):
+        return "BSD-2-Clause"
+    if re.search(r"\b3\b|three|new|modified|revised", text):
+        return "BSD-3-Clause"
+    return "BSD"
+
+
+def spdx_one(text: str) -> str | None:
+    """One licence's SPDX id from the ways projects spell it (``MIT License``, ``Apache 2``,
+    ``Apache Software License``, ``BSD License``, ``GPLv3+``); a bare BSD stays ``BSD`` for the
+    licence text to settle. None for a spelling that names no licence this knows."""
+    low = " ".join(text.lower().replace("_", " ").split())
+    if re.search(r"lesser|\blgpl", low):
+        return _gnu("LGPL", low)
+    if re.search(r"affero|\bagpl", low):
+        return _gnu("AGPL", low)
+    if re.search(r"general public|\bgpl", low):
+        return _gnu("GPL", low)
+    rules = (
+        (r"\bmit\b|\bexpat\b", "MIT"),
+        (r"\bapache\b|\basl\b", "Apache-2.0"),
+        (r"mozilla|\bmpl\b", "MPL-2.0"),
+        (r"\bisc\b", "ISC"),
+        (r"python software foundation|\bpsf\b", "PSF-2.0"),
+        (r"unlicense", "Unlicense"),
+        (r"zope public|\bzpl\b", "ZPL-2.1"),
+        (r"\bcc0\b", "CC0-1.0"),
+    )
+    for pattern, name in rules:
+        if re.search(pattern, low):
+            return name
+    return _bsd(low) if re.search(r"\bbsd\b", low) else None
+
+
+def spdx(text: str) -> str | None:
+    """A licence statement as an SPDX expression: each licence of ``A or B`` / ``A and B`` by its
+    id, sorted within the operator; None where any part names no licence this knows."""
+    for operator in ("OR", "AND"):
+        parts = re.split(rf"\s+-?{operator}-?\s+(?!later|newer)", text, flags=re.IGNORECASE)
+        if len(parts) > 1:
+            ids = [spdx_one(p) for p in parts]
+            return f" {operator} ".join(sorted(set(ids))) if all(ids) else None
+    return spdx_one(text)
+
+
 LICENCE_TEXTS = (
     ("Apache License", "Apache-2.0"),
     ("Permission is hereby granted, free of charge", "MIT"),
+    ("Permission to use, copy, modify, and/or distribute this software for any purpose", "ISC"),
     ("Mozilla Public License Version 2.0", "MPL-2.0"),
-    ("GNU LESSER GENERAL PUBLIC LICENSE", "LGPL"),
-    ("GNU GENERAL PUBLIC LICENSE", "GPL"),
-    ("Neither the name", "BSD-3-Clause"),
-    ("Redistribution and use in source and binary forms", "BSD-2-Clause"),
+    ("Mozilla Public License, version 2.0", "MPL-2.0"),
     ("PYTHON SOFTWARE FOUNDATION LICENSE", "PSF-2.0"),
+    ("Redistribution and use in source and binary forms", "BSD"),
 )
-"""Phrases of a licence text and the licence they identify, most specific first (a BSD text
-with "Neither the name" is the 3-clause one)."""
+"""Phrases of a licence text and the licence they identify (case-insensitive; the BSD clauses
+and the GNU licences are told apart by :func:`licence_text`)."""
 
 
-def licence(files: Files) -> str | None:
-    """The licence the metadata states (``license`` of pyproject, setup.cfg or setup.py, else
-    its licence classifier), else the one the LICENSE file's text identifies."""
-    project, setup = pyproject(files).get("project", {}), setup_py(files)
+def licence_text(text: str) -> str | None:
+    """The licence a LICENSE file's text is: the one it starts with, where a file goes on to
+    bundle a vendored project's licence (pipx's MIT, then Armin Ronacher's BSD); None where it
+    holds none this knows."""
+    flat = " ".join(text.split())
+    if "GNU LESSER GENERAL PUBLIC LICENSE" in flat:
+        return "LGPL-3.0" if "Version 3" in flat else "LGPL-2.1"
+    if "GNU GENERAL PUBLIC LICENSE" in flat:
+        return "GPL-3.0" if "Version 3" in flat else "GPL-2.0"
+    low = flat.lower()
+    found = sorted(
+        (low.find(phrase.lower()), name) for phrase, name in LICENCE_TEXTS if phrase.lower() in low
+    )
+    if not found:
+        return None
+    name = found[0][1]
+    if name == "BSD":
+        return "BSD-3-Clause" if "endorse or promote" in low else "BSD-2-Clause"
+    return name
+
+
+BARE = ("BSD", "GPL", "LGPL", "AGPL")
+"""Licence families a spelling can name without the variant or version an SPDX id needs."""
+
+
+def kind(name: str) -> str:
+    """A licence id's family: ``BSD-3-Clause`` is a BSD, ``GPL-3.0-only`` a GPL."""
+    return name.split("-", 1)[0]
+
+
+def agrees(stated: str, text: str) -> bool:
+    """Whether a metadata licence and a LICENSE text name one licence: one family, and for BSD
+    the same clauses (a text settles a GPL's "only" or "or later" no more than its metadata)."""
+    return kind(stated) == kind(text) and (kind(text) != "BSD" or stated in (text, "BSD"))
+
+
+def stated_licence(files: Files) -> tuple[str, str] | None:
+    """The licence the metadata states and where: ``license`` of pyproject (PEP 621 or flit),
+    setup.cfg or setup.py, else its licence classifiers."""
+    project, setup, cfg = pyproject(files).get("project", {}), setup_py(files), ini(files, "setup.cfg")
     stated = project.get("license")
     if isinstance(stated, dict):
         stated = stated.get("text")
-    classifiers = project.get("classifiers") or setup.get("classifiers") or []
-    from_classifier = [c.removeprefix(_CLASSIFIER) for c in classifiers if str(c).startswith(_CLASSIFIER)]
-    stated = (
-        stated
-        or ini(files, "setup.cfg").get("metadata", "license", fallback=None)
-        or setup.get("license")
-        or (from_classifier[0] if from_classifier else None)
+    candidates = (
+        ("pyproject.toml", stated),
+        ("pyproject.toml", flit_metadata(files).get("license")),
+        ("setup.cfg", cfg.get("metadata", "license", fallback=None)),
+        ("setup.py", setup.get("license")),
     )
-    if isinstance(stated, str) and stated.strip() and "\n" not in stated.strip():
-        return one_line(stated)
-    for path in matching(files, "LICENSE*") + matching(files, "COPYING*"):
-        text = " ".join(files[path].split())
-        for phrase, name in LICENCE_TEXTS:
-            if phrase.lower() in text.lower():
-                return name
-    return None
+    for where, value in candidates:
+        if isinstance(value, str) and value.strip() and "\n" not in value.strip() and spdx(value):
+            return where, str(spdx(value))
+    classifiers = [
+        *(project.get("classifiers") or []),
+        *(flit_metadata(files).get("classifiers") or []),
+        *cfg.get("metadata", "classifiers", fallback="").splitlines(),
+        *(setup.get("classifiers") or []),
+    ]
+    named = sorted(
+        {
+            spdx_one(c.rsplit("::", 1)[-1])
+            for c in classifiers
+            if isinstance(c, str) and c.startswith("License ::")
+        }
+        - {None}
+    )
+    return ("classifiers", " OR ".join(named)) if named else None
+
+
+def licence(files: Files) -> str | None:
+    """The licence the metadata states, a bare family (``BSD``, ``LGPL``) given its clauses or
+    version by the LICENSE text, and unknown without one (no SPDX id says "some BSD"); else the
+    one the LICENSE text is.
+    ``Disputed`` where no licence file holds a licence the metadata names (setup.py says GPLv3,
+    LICENSE is MIT); a file beside them for vendored code (orjson's LICENSE-MPL-2.0) is no
+    dispute."""
+    texts = {p: licence_text(files[p]) for p in matching(files, "LICEN[CS]E*") + matching(files, "COPYING*")}
+    known = {p: name for p, name in texts.items() if name}
+    stated = stated_licence(files)
+    if stated is None:
+        names = set(known.values())
+        return names.pop() if len(names) == 1 else None
+    where, value = stated
+    parts = re.split(r" (?:OR|AND) ", value)
+    if known and not any(agrees(part, name) for part in parts for name in known.values()):
+        raise Disputed({where: value, **dict(sorted(known.items()))})
+    for part in set(parts) & set(BARE):
+        texts = {name for name in known.values() if kind(name) == part}
+        if len(texts) != 1:
+            return None
+        value = re.sub(rf"\b{part}\b(?!-)", texts.pop(), value)
+    return value
+
+
+# -- dependencies --------------------------------------------------------------------------------
 
 
 def requirements(files: Files) -> list[str]:
@@ -238,6 +709,8 @@ def requirements(files: Files) -> list[str]:
     data = pyproject(files)
     if deps := data.get("project", {}).get("dependencies"):
         return [str(d) for d in deps]
+    if deps := flit_metadata(files).get("requires"):
+        return [str(d) for d in deps] if isinstance(deps, list) else []
     if poetry := data.get("tool", {}).get("poetry", {}).get("dependencies"):
         return [poetry_requirement(name, spec) for name, spec in poetry.items() if name != "python"]
     cfg = ini(files, "setup.cfg").get("options", "install_requires", fallback="")
@@ -248,17 +721,15 @@ def requirements(files: Files) -> list[str]:
 
 
 def poetry_requirement(name: str, spec: object) -> str:
-    """Poetry's ``^1.2`` and ``~1.2`` as the lower bound they set (``>=1.2``)."""
-    version = spec.get("version", "") if isinstance(spec, dict) else str(spec)
-    version = version.strip()
-    if version[:1] in "^~" and version[1:2] != "=":
-        version = ">=" + version[1:]
-    return f"{name}{'' if version == '*' else version}"
+    """A Poetry dependency as a PEP 508 requirement (``^1.2`` is ``>=1.2,<2``)."""
+    constraint = spec.get("version", "") if isinstance(spec, dict) else str(spec)
+    constraint = poetry_constraint(constraint.strip())
+    return f"{name}{'' if constraint == '*' else constraint}"
 
 
 def dependency_minimums(files: Files) -> str | None:
     """Each install requirement with a lower bound (``>=``, ``~=``, ``>``), as ``name>=version``
-    with its name normalised (PEP 503)."""
+    with its name normalised (PEP 503) and its version spelled by :func:`version`."""
     bounds = set()
     for text in requirements(files):
         try:
@@ -268,7 +739,7 @@ def dependency_minimums(files: Files) -> str | None:
         name = re.sub(r"[-_.]+", "-", req.name).lower()
         for spec in req.specifier:
             if spec.operator in (">=", "~=", ">"):
-                bounds.add(f"{name}{spec.operator}{spec.version}")
+                bounds.add(f"{name}{spec.operator}{version(spec.version)}")
     return listed(bounds)
 
 
@@ -278,6 +749,10 @@ READERS: dict[str, Reader] = {
     "test-runner": test_runner,
     "linters": linters,
     "formatters": formatters,
+    "type-checkers": type_checkers,
+    "line-length": line_length,
+    "coverage-threshold": coverage_threshold,
+    "docs-builder": docs_builder,
     "ci-platforms": ci_platforms,
     "licence": licence,
     "dependency-minimums": dependency_minimums,
@@ -289,6 +764,10 @@ KEYWORDS: dict[str, tuple[str, ...]] = {
     "test-runner": ("pytest", "[tox]", "testenv", "nox"),
     "linters": ("id:",),
     "formatters": ("id:",),
+    "type-checkers": ("mypy", "pyright", "pytype"),
+    "line-length": ("line-length", "line_length", "max-line-length"),
+    "coverage-threshold": ("fail_under", "fail-under"),
+    "docs-builder": ("html_theme", "theme", "sphinx", "mkdocs"),
     "ci-platforms": ("runs-on", "os:", "ubuntu", "macos", "windows"),
     "licence": ("license",),
     "dependency-minimums": (),

@@ -21,7 +21,7 @@ import hashlib
 import json
 import re
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -31,10 +31,18 @@ import yaml
 from memops.core.files import write_atomic
 from memops.core.records import Catalog, CatalogEntry
 from memops.core.sessions import Episode, has_token
+from memops.data import facts
 from memops.data.catalog import ReadFrom
 from memops.data.export import ExportError, commit_record, export_line, git
-from memops.data.facts import KEYWORDS, READERS, Files
-from memops.data.replay import CommitAnnotation, CommitRecord, Distractor, commit_session, distractor_session
+from memops.data.facts import KEYWORDS, READERS, Disputed, Files
+from memops.data.replay import (
+    CommitAnnotation,
+    CommitRecord,
+    Distractor,
+    commit_session,
+    distractor_session,
+    note_text,
+)
 from memops.memory.claims import DEFAULT_BRANCH, DEFAULT_ENV, Key, norm
 from memops.memory.reader import UNKNOWN, answer
 from memops.memory.state import StateMemory
@@ -51,6 +59,15 @@ MIN_QUERIES = 8
 
 class MineError(RuntimeError):
     """A repository or branch that cannot be mined, with the reason."""
+
+
+@dataclass(frozen=True)
+class Dispute:
+    """Where two files first disagreed on a slot (``what``: what each says): left out."""
+
+    commit: str
+    pair: str
+    what: str
 
 
 @dataclass(frozen=True)
@@ -92,8 +109,10 @@ def folders(patterns: Iterable[str]) -> list[str]:
 
 def files_at(repo: Path, blobs: Blobs, commit: str, patterns: list[str]) -> Files:
     listed = git(repo, "ls-tree", "--name-only", commit).splitlines()
-    for sub in folders(patterns):
-        listed += git(repo, "ls-tree", "-r", "--name-only", commit, "--", f"{sub}/").splitlines()
+    if subs := folders(patterns):
+        listed += git(
+            repo, "ls-tree", "-r", "--name-only", commit, "--", *(f"{s}/" for s in subs)
+        ).splitlines()
     wanted = [p for p in listed if any(fnmatch.fnmatchcase(p, pat) for pat in patterns)]
     found = {}
     for path in wanted:
@@ -103,24 +122,31 @@ def files_at(repo: Path, blobs: Blobs, commit: str, patterns: list[str]) -> File
     return found
 
 
-def facts_at(files: Files, read_from: list[ReadFrom]) -> dict[str, str | None]:
-    """Each slot's value at a commit. A file its reader cannot take (a setup.py nested past the
-    parser's depth, a TOML integer past Python's digit limit, a table where a string belongs)
-    states nothing there, as an unparsable one does: one odd commit does not end the mine."""
-    out = {}
+def facts_at(files: Files, read_from: list[ReadFrom]) -> tuple[dict[str, str | None], dict[str, str]]:
+    """Each slot's value at a commit, and the slots whose files disagree (what each says). A
+    value its files do not state, cannot be parsed for (``Unreadable``: a broken TOML, a
+    Python 2 setup.py, a file nested past the parser's depth) or dispute is None: unknown here,
+    which is not a change. One odd commit does not end the mine."""
+    out, disputed = {}, {}
     for source in read_from:
         mine = {p: t for p, t in files.items() if any(fnmatch.fnmatchcase(p, f) for f in source.files)}
         try:
             out[source.pair] = READERS[source.reader](mine)
+        except Disputed as exc:
+            out[source.pair], disputed[source.pair] = None, str(exc)
         except (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError):
             out[source.pair] = None
-    return out
+    return out, disputed
+
+
+READERS_SOURCE = hashlib.sha256(Path(facts.__file__).read_bytes()).hexdigest()[:16]
+"""The readers' own code: a journal read by other readers is read again."""
 
 
 def reading(read_from: list[ReadFrom], since: str | None) -> str:
-    """What a journal's facts were read under: the slots, their readers and files, and the start.
-    A resume under anything else reads again from the first commit."""
-    settings = {"read_from": [asdict(r) for r in read_from], "since": since}
+    """What a journal's facts were read under: the slots, their readers (by name and code) and
+    files, and the start. A resume under anything else reads again from the first commit."""
+    settings = {"read_from": [asdict(r) for r in read_from], "since": since, "readers": READERS_SOURCE}
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -222,10 +248,12 @@ class Miner:
 
     def read_all(
         self, journal: Path, progress: Callable[[Iterable[str], int], Iterable[str]]
-    ) -> tuple[dict[str, str | None], dict[str, dict]]:
-        """The values before the first candidate (none, or with ``since`` those of its parent)
-        and each candidate's, oldest first; from the journal where a run already read them."""
+    ) -> tuple[dict[str, str | None], dict[str, dict], list[Dispute]]:
+        """The values before the first candidate (none, or with ``since`` those of its parent),
+        each candidate's, oldest first, and where files first disagreed on a slot; from the
+        journal where a run already read them."""
         done: dict[str, dict] = {}
+        disputed: dict[str, dict[str, str]] = {}
         settings = reading(self.read_from, self.since)
         lines = journal.read_text(encoding="utf-8").splitlines() if journal.exists() else []
         if lines and lines[0] != json.dumps({"reading": settings}):
@@ -236,7 +264,7 @@ class Miner:
                 row = json.loads(line)
             except json.JSONDecodeError:
                 break  # a line cut off by an interrupted run: read again from here
-            done[row["commit"]] = row["facts"]
+            done[row["commit"]], disputed[row["commit"]] = row["facts"], row["disputed"]
         todo = self.candidates()
         first = todo[0] if todo else self.tip
         base = parent_of(self.repo, first) if self.since else EMPTY_TREE
@@ -248,33 +276,50 @@ class Miner:
                 if not lines:
                     log.write(json.dumps({"reading": settings}) + "\n")
                 for commit in progress([c for c in order if c not in done], len(order)):
-                    facts = facts_at(files_at(self.repo, blobs, commit, self.patterns), self.read_from)
-                    done[commit] = facts
-                    log.write(json.dumps({"commit": commit, "facts": facts}, sort_keys=True) + "\n")
+                    files = files_at(self.repo, blobs, commit, self.patterns)
+                    done[commit], disputed[commit] = facts_at(files, self.read_from)
+                    row = {"commit": commit, "facts": done[commit], "disputed": disputed[commit]}
+                    log.write(json.dumps(row, sort_keys=True) + "\n")
                     log.flush()
         finally:
             blobs.close()
         start = done[base] if base != EMPTY_TREE else dict.fromkeys(self.catalog.pairs())
-        return start, {c: done[c] for c in todo}
+        first_dispute: dict[str, Dispute] = {}
+        for commit in todo:
+            for pair, what in disputed[commit].items():
+                first_dispute.setdefault(pair, Dispute(commit, pair, what))
+        return start, {c: done[c] for c in todo}, list(first_dispute.values())
 
     def changes(self, start: dict[str, str | None], facts: dict[str, dict]) -> list[Change]:
+        """Each change of a slot's value, oldest first. A value the files do not state at a commit
+        (None: absent, unparsable or disputed) is unknown there and keeps the last one, so a value
+        that goes unreadable and comes back is no change."""
         state = dict(start)
         found = []
         for commit, values in facts.items():
             for pair in self.catalog.pairs():
                 new = values.get(pair)
-                if not same(new, state.get(pair)) and new is not None:
+                if new is not None and not same(new, state.get(pair)):
                     found.append(Change(commit, pair, new, state.get(pair)))
-                state[pair] = new
+                    state[pair] = new
         return found
 
 
 def mine(
-    miner: Miner, out: Path, progress: Callable[[Iterable[str], int], Iterable[str]] = lambda it, n: it
+    miner: Miner,
+    out: Path,
+    progress: Callable[[Iterable[str], int], Iterable[str]] = lambda it, n: it,
+    leave_out: Collection[str] = (),
 ) -> tuple[Path, Path, int]:
-    """Write ``<out>/<name>.yaml`` and ``<name>.jsonl``; returns them and the claim count."""
+    """Write ``<out>/<name>.yaml`` and ``<name>.jsonl``; returns them and the claim count.
+
+    ``leave_out`` holds notes (texts, and changed lines as a note quotes them) that another
+    trajectory's note says already: a commit whose note would repeat one is not annotated, so
+    a benchmark's training side never holds what its held-out side asks (one edit made across
+    several repositories quotes the same lines in each)."""
     journal = out / f".{miner.name}.mined.jsonl"
-    changes = miner.changes(*miner.read_all(journal, progress))
+    start, facts, disputes = miner.read_all(journal, progress)
+    changes = miner.changes(start, facts)
     if len(changes) < MIN_CHANGES:
         raise MineError(
             f"{miner.repo}: {len(changes)} fact change(s) on {miner.branch}"
@@ -307,8 +352,18 @@ def mine(
         summary = (
             "Changed lines: " + " | ".join(lines) if lines else "Changed files: " + ", ".join(record.files)
         )
+        if (summary.startswith("Changed lines:") and summary in leave_out) or note_text(
+            record, summary
+        ) in leave_out:
+            continue
         claims = [claim(c.pair, c.value, "code-change") for c in found]
         commits.append({"commit": record.short, "summary": summary, "claims": claims})
+    left_out = len(records) - len(commits)
+    if not commits:
+        raise MineError(f"{miner.repo}: every note repeats one left out")
+    kept = {c["commit"] for c in commits}
+    records = [r for r in records if r.short in kept]
+    changes = [c for c in changes if c.commit[:9] in kept]
     last = max(r.landed for r in records)
     noise = distractors(miner.name, changes, entries, last)
     memory = gold_replay(miner.name, miner.catalog, records, commits, noise)
@@ -328,7 +383,9 @@ def mine(
     header = (
         f"# Mined by `memops mine` from {miner.name} at {miner.tip[:12]} ({miner.branch}"
         f"{f', since {miner.since}' if miner.since else ''}): values as the repository's files state them.\n"
-    )
+    ) + "".join(f"# Disputed, left out: {d.pair} from {d.commit[:9]}: {d.what}.\n" for d in disputes)
+    if left_out:
+        header += f"# Left out: {left_out} note(s) that another trajectory's note repeats.\n"
     yaml_path = write_atomic(out / f"{miner.name}.yaml", header + dump(annotation))
     jsonl_path = write_atomic(out / f"{miner.name}.jsonl", "".join(export_line(r) + "\n" for r in records))
     journal.unlink(missing_ok=True)
