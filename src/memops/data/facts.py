@@ -693,11 +693,11 @@ def licence(files: Files) -> str | None:
     parts = re.split(r" (?:OR|AND) ", value)
     if known and not any(agrees(part, name) for part in parts for name in known.values()):
         raise Disputed({where: value, **dict(sorted(known.items()))})
-    for part in set(parts) & set(BARE):
-        texts = {name for name in known.values() if kind(name) == part}
-        if len(texts) != 1:
+    for part in sorted(set(parts) & set(BARE)):
+        told = {name for name in known.values() if kind(name) == part}
+        if len(told) != 1:
             return None
-        value = re.sub(rf"\b{part}\b(?!-)", texts.pop(), value)
+        value = re.sub(rf"\b{part}\b(?!-)", told.pop(), value)
     return value
 
 
