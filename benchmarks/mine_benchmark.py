@@ -27,7 +27,7 @@ from pathlib import Path
 from memops.core.files import write_atomic
 from memops.core.sources import MINED, Sources
 from memops.data.catalog import ReadFrom, load_read_from
-from memops.data.mine import Blobs, Miner, facts_at, files_at, mine
+from memops.data.mine import DISPUTED, LEFT_OUT, Blobs, Miner, facts_at, files_at, mine
 from memops.data.problems import yaml_with_lines
 from memops.data.replay import Annotation, load_trajectory, read_export
 from memops.eval.metrics import verbatim
@@ -154,18 +154,6 @@ def split() -> dict[str, list[str]]:
     return drawn
 
 
-def header_of(name: str, sources: Sources) -> str:
-    """A mined trajectory's header: where and at which tip it was mined, and what it left out."""
-    text = sources.annotation(name).read_text()
-    return "".join(line + "\n" for line in text.splitlines() if line.startswith("# "))
-
-
-def disputes(name: str, sources: Sources) -> list[str]:
-    """The slots a trajectory leaves out because its files disagree (its header says where)."""
-    head = header_of(name, sources).splitlines()
-    return [line.removeprefix("# Disputed, left out: ") for line in head if line.startswith("# Disputed")]
-
-
 def licence_at_tip(miner: Miner, read_from: list[ReadFrom]) -> str:
     """The licence a repository's files state at its tip, or where they disagree, what each says."""
     source = [r for r in read_from if r.pair == "project.license"]
@@ -183,7 +171,7 @@ def card(audited: str, licences: dict[str, str]) -> str:
     """The card; ``licences`` gives each repository's licence as its files state it at the tip."""
     sources = Sources.of([MINED], [MINED])
     drawn = split()
-    rows, total_claims, total_commits, flagged, left_out = [], 0, 0, [], 0
+    rows, total_claims, total_commits, held_claims, flagged, left_out = [], 0, 0, 0, [], 0
     per_slot: dict[str, list[bool]] = {}
     for repository, kind in sorted(REPOSITORIES.items(), key=lambda kv: trajectory_name(kv[0])):
         name = trajectory_name(repository)
@@ -195,13 +183,19 @@ def card(audited: str, licences: dict[str, str]) -> str:
             for c in s.claims:
                 per_slot.setdefault(c.pair, []).append(verbatim(c.value, f"{s.title}\n{s.text}"))
         licence = licences.get(name, "not stated")
-        flagged += [f"`{name}` {what.rstrip('.')}" for what in disputes(name, sources)]
-        left_out += sum(int(m) for m in re.findall(r"^# Left out: (\d+)", header_of(name, sources), re.M))
+        head = [line for line in sources.annotation(name).read_text().splitlines() if line.startswith("# ")]
+        flagged += [
+            f"`{name}` {line.removeprefix(DISPUTED).rstrip('.')}"
+            for line in head
+            if line.startswith(DISPUTED)
+        ]
+        left_out += sum(
+            int(line.removeprefix(LEFT_OUT).split()[0]) for line in head if line.startswith(LEFT_OUT)
+        )
         span = f"{records[0].author_date.date()} – {records[-1].author_date.date()}"
         part = "held out" if name in drawn["heldout"] else "train"
         url = f"https://github.com/{repository}"
-        header = sources.annotation(name).read_text().splitlines()[0]
-        tip = re.search(r" at ([0-9a-f]{12}) ", header).group(1)
+        tip = re.search(r" at ([0-9a-f]{12}) ", head[0]).group(1)
         cells = [
             f"[{repository}]({url})",
             kind,
@@ -215,9 +209,7 @@ def card(audited: str, licences: dict[str, str]) -> str:
         rows.append(f"| {' | '.join(cells)} |")
         total_claims += claims
         total_commits += len(notes)
-    held_claims = sum(
-        len(s.claims) for n in drawn["heldout"] for s in load_trajectory(n, sources).sessions if s.commit
-    )
+        held_claims += claims if part == "held out" else 0
     families = sorted({family(r) for r in REPOSITORIES if trajectory_name(r) in drawn["heldout"]})
     head = [
         "# Mined trajectories: public Python repositories",

@@ -15,7 +15,6 @@ failures and writes a sampled sheet a person can read against the repository.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,7 +117,7 @@ def audit(
             commit = full[note.commit[:9]]
             parent = parent_of(repo, commit)
             now = files_at(repo, blobs, commit, patterns)
-            then = files_at(repo, blobs, parent, patterns) if parent != commit else {}
+            then = files_at(repo, blobs, parent, patterns)
             facts_now, facts_then = facts_at(now, read_from)[0], facts_at(then, read_from)[0]
             for claim in note.claims:
                 pair = f"{claim.entity}.{claim.slot}"
@@ -129,16 +128,11 @@ def audit(
                     finding.problems.append(f"value: the files give {facts_now.get(pair)!r}")
                 if same(facts_then.get(pair), claim.value):
                     finding.problems.append("unchanged: the parent states the same value")
-                mine = {
-                    p: t
-                    for p, t in now.items()
-                    if any(fnmatch.fnmatchcase(p, f) for f in sources[pair].files)
-                }
+                mine, wanted = sources[pair].mine(now), words(claim.value)
                 text = "\n".join(mine.values()).lower() + "\n" + "\n".join(mine).lower()
-                missing = [w for w in words(claim.value) if not written(w, text)]
-                if missing:
+                if missing := [w for w in wanted if not written(w, text)]:
                     finding.problems.append(f"evidence: {', '.join(missing)} not in the files")
-                finding.lines = evidence_lines(mine, words(claim.value))
+                finding.lines = evidence_lines(mine, wanted)
                 out.append(finding)
     finally:
         blobs.close()

@@ -7,6 +7,8 @@ each slot to a reader of :mod:`memops.data.facts` and the files it reads, under 
 
 from __future__ import annotations
 
+import fnmatch
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,6 +70,14 @@ class ReadFrom:
     pair: str
     reader: str
     files: tuple[str, ...]
+
+    def reads(self, path: str) -> bool:
+        """Whether the slot's reader is given this file."""
+        return any(fnmatch.fnmatchcase(path, pattern) for pattern in self.files)
+
+    def mine(self, files: Mapping[str, str]) -> dict[str, str]:
+        """The files of ``files`` (path -> text) that the slot's reader is given."""
+        return {path: text for path, text in files.items() if self.reads(path)}
 
 
 def load_read_from(path: str | Path) -> tuple[Catalog, list[ReadFrom]]:

@@ -231,7 +231,7 @@ def requires_python(files: Files) -> str | None:
     """``requires-python`` (PEP 621, or flit's metadata), Poetry's ``python`` dependency,
     ``python_requires`` of setup.cfg or setup.py."""
     project = pyproject(files)
-    poetry = project.get("tool", {}).get("poetry", {})
+    poetry = tool(files).get("poetry", {})
     value = (
         project.get("project", {}).get("requires-python")
         or flit_metadata(files).get("requires-python")
@@ -369,7 +369,7 @@ def line_length(files: Files) -> str | None:
         if isinstance(table, dict) and isinstance(table.get("line-length"), int):
             return str(table["line-length"])
     for name, section in ((".flake8", "flake8"), ("setup.cfg", "flake8"), ("tox.ini", "flake8")):
-        value = ini(files, name).get(section, "max-line-length", fallback=None) if name in files else None
+        value = ini(files, name).get(section, "max-line-length", fallback=None)
         if value and value.strip().isdigit():
             return str(int(value))
     return None
@@ -409,10 +409,10 @@ def coverage_threshold(files: Files) -> str | None:
         ("setup.cfg", "coverage:report"),
         ("tox.ini", "coverage:report"),
     ):
-        value = ini(files, name).get(section, "fail_under", fallback=None) if name in files else None
+        value = ini(files, name).get(section, "fail_under", fallback=None)
         if value:
             return percent(value)
-    texts = [files[p] for p in files if p.startswith(".github/workflows/")]
+    texts = workflows(files)
     texts += [
         files.get(name, "") for name in ("tox.ini", "noxfile.py", "pytest.ini", "setup.cfg", "pyproject.toml")
     ]
@@ -503,6 +503,11 @@ def runs_on(job: dict) -> set[str]:
     return out
 
 
+def workflows(files: Files) -> list[str]:
+    """The texts of the GitHub Actions workflows among ``files``."""
+    return [text for path, text in files.items() if path.startswith(".github/workflows/")]
+
+
 def workflow_systems(text: str) -> set[str]:
     """The systems a GitHub Actions workflow runs on: its jobs' labels, matrices filled in, and any
     ``ubuntu-*``, ``macos-*``, ``windows-*`` it names elsewhere."""
@@ -522,9 +527,8 @@ def ci_platforms(files: Files) -> str | None:
     """GitHub Actions with the systems its workflows run on, and every other CI service with a
     config file."""
     services = []
-    workflows = [files[p] for p in files if p.startswith(".github/workflows/")]
-    if workflows:
-        systems = set().union(*(workflow_systems(text) for text in workflows))
+    if texts := workflows(files):
+        systems = set().union(*(workflow_systems(text) for text in texts))
         on = f" on {', '.join(sorted(systems))}" if systems else ""
         services.append(f"GitHub Actions{on}")
     services += sorted({service for path, service in SERVICES.items() if path in files})
@@ -711,7 +715,7 @@ def requirements(files: Files) -> list[str]:
         return [str(d) for d in deps]
     if deps := flit_metadata(files).get("requires"):
         return [str(d) for d in deps] if isinstance(deps, list) else []
-    if poetry := data.get("tool", {}).get("poetry", {}).get("dependencies"):
+    if poetry := tool(files).get("poetry", {}).get("dependencies"):
         return [poetry_requirement(name, spec) for name, spec in poetry.items() if name != "python"]
     cfg = ini(files, "setup.cfg").get("options", "install_requires", fallback="")
     if cfg.strip():

@@ -55,6 +55,10 @@ LINE_CHARS = 100
 MIN_CHANGES = 5
 """Fewer fact changes than this make no trajectory worth scoring: the repository is refused."""
 MIN_QUERIES = 8
+DISPUTED = "# Disputed, left out: "
+LEFT_OUT = "# Left out: "
+"""How a mined trajectory's header names a slot its files disagree on, and the notes it left out
+as repeats of another trajectory's (the benchmark's card reads them back)."""
 
 
 class MineError(RuntimeError):
@@ -129,9 +133,8 @@ def facts_at(files: Files, read_from: list[ReadFrom]) -> tuple[dict[str, str | N
     which is not a change. One odd commit does not end the mine."""
     out, disputed = {}, {}
     for source in read_from:
-        mine = {p: t for p, t in files.items() if any(fnmatch.fnmatchcase(p, f) for f in source.files)}
         try:
-            out[source.pair] = READERS[source.reader](mine)
+            out[source.pair] = READERS[source.reader](source.mine(files))
         except Disputed as exc:
             out[source.pair], disputed[source.pair] = None, str(exc)
         except (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError):
@@ -341,9 +344,7 @@ def mine(
         parent = parent_of(miner.repo, record.commit)
         lines: list[str] = []
         for change in found:
-            paths = [
-                p for p in record.files if any(fnmatch.fnmatchcase(p, f) for f in sources[change.pair].files)
-            ]
+            paths = [p for p in record.files if sources[change.pair].reads(p)]
             marks = distinct(change.value, change.before)
             keywords = KEYWORDS[sources[change.pair].reader]
             for line in excerpt(changed_lines(miner.repo, record.commit, parent, paths), marks, keywords):
@@ -352,9 +353,7 @@ def mine(
         summary = (
             "Changed lines: " + " | ".join(lines) if lines else "Changed files: " + ", ".join(record.files)
         )
-        if (summary.startswith("Changed lines:") and summary in leave_out) or note_text(
-            record, summary
-        ) in leave_out:
+        if summary in leave_out or note_text(record, summary) in leave_out:
             continue
         claims = [claim(c.pair, c.value, "code-change") for c in found]
         commits.append({"commit": record.short, "summary": summary, "claims": claims})
@@ -383,9 +382,9 @@ def mine(
     header = (
         f"# Mined by `memops mine` from {miner.name} at {miner.tip[:12]} ({miner.branch}"
         f"{f', since {miner.since}' if miner.since else ''}): values as the repository's files state them.\n"
-    ) + "".join(f"# Disputed, left out: {d.pair} from {d.commit[:9]}: {d.what}.\n" for d in disputes)
+    ) + "".join(f"{DISPUTED}{d.pair} from {d.commit[:9]}: {d.what}.\n" for d in disputes)
     if left_out:
-        header += f"# Left out: {left_out} note(s) that another trajectory's note repeats.\n"
+        header += f"{LEFT_OUT}{left_out} note(s) that another trajectory's note repeats.\n"
     yaml_path = write_atomic(out / f"{miner.name}.yaml", header + dump(annotation))
     jsonl_path = write_atomic(out / f"{miner.name}.jsonl", "".join(export_line(r) + "\n" for r in records))
     journal.unlink(missing_ok=True)
