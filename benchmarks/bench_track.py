@@ -1,89 +1,83 @@
-"""How right ``memops track`` is on a repository nobody annotated: its final state against the
-facts the repository's own files state at the last commit read.
+"""How right ``memops track`` is on repositories nobody trained on: each one's final state
+against the facts its own files state at the last commit read.
 
-    python benchmarks/bench_track.py --repo <git dir> --adapters outputs/adapters/smollm2-135m-instruct/all \\
-        --model smollm2-135m-instruct [--since 2020-01-01] [--out outputs/bench/track]
+    python benchmarks/bench_track.py --repos DIR [DIR ...] --adapters DIR \\
+        [--model smollm2-135m-instruct] [--since 2024-01-01] [--out outputs/bench/track] [overrides ...]
 
-Runs ``memops track`` with the shipped ``python-project`` catalog, then reads the truth from the
-files at the branch's tip: ``requires-python`` and the build backend from ``pyproject.toml``
-(``setup.cfg`` for the first), the licence, the test runner (pytest configured or required,
-tox or nox files), the linter and formatter from ``.pre-commit-config.yaml`` and ``pyproject.toml``,
-the CI platform and its systems from ``.github/workflows``, and the lower bounds of the runtime
-dependencies. Per slot it prints: found (the memory holds a value), right (the value names the
-fact: every one of the fact's tokens appears in it), wrong, missed.
+Runs ``memops track`` with the shipped ``python-project`` catalog on each repository (an argument
+list; a rerun reads only new commits), then reads the truth at the branch's tip with the miner's
+own readers (``data.facts`` through the catalog's ``read_from``: the values ``memops mine`` would
+write). Per slot: right (the memory's value on main/production, in its type's one spelling, is
+the files' value), wrong, missed (the files state it, the memory holds nothing), and values of
+another type (none can be, with typed slots). Tables per repository and in all are printed and
+written to ``<out>/track.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import time
-import tomllib
+from collections import Counter
 from pathlib import Path
 
+from memops.data.catalog import load_read_from
+from memops.data.mine import Blobs, facts_at, files_at
 
-def show(repo: Path, rev: str, path: str) -> str | None:
-    done = subprocess.run(["git", "-C", str(repo), "show", f"{rev}:{path}"], capture_output=True, text=True)
-    return done.stdout if done.returncode == 0 else None
-
-
-def files(repo: Path, rev: str) -> list[str]:
-    out = subprocess.run(
-        ["git", "-C", str(repo), "ls-tree", "-r", "--name-only", rev],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return out.stdout.split()
+CATALOG = "python-project"
+VERDICTS = ("right", "wrong", "missed", "no fact")
 
 
-def truth(repo: Path, rev: str) -> dict[str, list[str]]:
-    """Each catalog pair's fact as the tokens a right value must name; absent when the files do
-    not state it."""
-    facts: dict[str, list[str]] = {}
-    names = files(repo, rev)
-    project = tomllib.loads(show(repo, rev, "pyproject.toml") or "")
-    meta = project.get("project", {})
-    if requires := meta.get("requires-python"):
-        facts["python.supported_versions"] = re.findall(r"\d+\.\d+", requires)
-    if backend := project.get("build-system", {}).get("build-backend"):
-        facts["build.backend"] = [backend.split(".")[0].replace("_", "-").split("-")[0]]
-    license_ = meta.get("license")
-    if isinstance(license_, str):
-        facts["project.license"] = re.findall(r"[A-Za-z]+", license_)[:1]
-    text = json.dumps(project) + (show(repo, rev, "tox.ini") or "") + (show(repo, rev, "setup.cfg") or "")
-    if "pytest" in text:
-        facts["tests.runner"] = ["pytest"]
-    hooks = show(repo, rev, ".pre-commit-config.yaml") or ""
-    tools = {t for t in ("ruff", "flake8", "pylint") if t in hooks or f"tool.{t}" in text}
-    if tools:
-        facts["lint.linter"] = sorted(tools)[:1]
-    formatter = "ruff" if "ruff-format" in hooks else "black" if "black" in hooks else None
-    if formatter:
-        facts["lint.formatter"] = [formatter]
-    workflows = [n for n in names if n.startswith(".github/workflows/")]
-    if workflows:
-        systems = set()
-        for name in workflows:
-            body = show(repo, rev, name) or ""
-            systems |= {s for s in ("windows", "macos", "ubuntu") if s in body.lower()}
-        facts["ci.platforms"] = ["github"]  # the platform; its systems vary in wording (ubuntu, Linux)
-    bounds = [re.split(r"[<>=!~ ;\[]", d)[0] for d in meta.get("dependencies", []) if ">=" in d]
-    if bounds:
-        facts["dependencies.minimums"] = bounds
-    return facts
+def tip(repo: Path, branch: str) -> str:
+    argv = ["git", "-C", str(repo), "rev-parse", "--verify", "--end-of-options", branch]
+    return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.strip()
 
 
-def tokens(text: str) -> set[str]:
-    return {t for t in re.split(r"[^a-z0-9.]+", text.lower()) if t}
+def truth(repo: Path, commit: str) -> dict[str, str]:
+    """Each slot's value at ``commit`` as the miner reads it; a slot the files do not state (or
+    dispute) is left out."""
+    _, read_from = load_read_from(CATALOG)
+    blobs = Blobs(repo)
+    try:
+        files = files_at(repo, blobs, commit, [p for r in read_from for p in r.files])
+    finally:
+        blobs.close()
+    values, _ = facts_at(files, read_from)
+    return {pair: value for pair, value in values.items() if value is not None}
+
+
+def verdicts(facts: dict[str, str], held: dict[str, str]) -> list[dict[str, str | None]]:
+    catalog, _ = load_read_from(CATALOG)
+    rows = []
+    for pair in catalog.pairs():
+        fact, value = facts.get(pair), held.get(pair)
+        typed = catalog.value_type(pair).normalise(value) if value is not None else None
+        if fact is None:
+            verdict = "no fact"
+        elif value is None:
+            verdict = "missed"
+        else:
+            verdict = "right" if typed == fact else "wrong"
+        rows.append(
+            {"slot": pair, "fact": fact, "memory": value, "typed": typed is not None, "verdict": verdict}
+        )
+    return rows
+
+
+def track(repo: Path, args: argparse.Namespace, out: Path) -> float:
+    argv = [sys.executable, "-m", "memops", "track", str(repo), "--catalog", CATALOG]
+    argv += ["--adapters", str(args.adapters), "--model", args.model, "--branch", args.branch]
+    argv += ["--out", str(out), *(["--since", args.since] if args.since else []), *args.overrides]
+    began = time.perf_counter()
+    subprocess.run(argv, check=True)
+    return time.perf_counter() - began
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repo", type=Path, required=True)
+    ap.add_argument("--repos", type=Path, nargs="+", required=True)
     ap.add_argument("--adapters", type=Path, required=True)
     ap.add_argument("--model", default="smollm2-135m-instruct")
     ap.add_argument("--branch", default="HEAD")
@@ -91,39 +85,38 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("outputs/bench/track"))
     ap.add_argument("overrides", nargs="*")
     args = ap.parse_args()
-    argv = [sys.executable, "-m", "memops", "track", str(args.repo), "--catalog", "python-project"]
-    argv += ["--adapters", str(args.adapters), "--model", args.model, "--branch", args.branch]
-    argv += ["--out", str(args.out), *(["--since", args.since] if args.since else []), *args.overrides]
-    began = time.perf_counter()
-    subprocess.run(argv, check=True)
-    took = time.perf_counter() - began
-    state = json.loads((args.out / "state.json").read_text())
-    held = {k["key"]: k for k in state["keys"] if (k["branch"], k["env"]) == ("main", "production")}
-    tip = subprocess.run(
-        ["git", "-C", str(args.repo), "rev-parse", args.branch], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    facts = truth(args.repo, tip)
-    print(f"\n{args.repo.name} at {tip[:12]}, {state['commits']} commits read in {took / 60:.1f} min\n")
-    print("| slot | fact (from the files) | memory | verdict |")
-    print("| --- | --- | --- | --- |")
-    count = {"right": 0, "wrong": 0, "missed": 0, "no fact": 0}
-    for pair in sorted(set(facts) | set(held)):
-        fact, value = facts.get(pair), held.get(pair, {}).get("value")
-        if fact is None:
-            verdict = "no fact"
-        elif value is None:
-            verdict = "missed"
-        else:
-            verdict = "right" if {t.lower() for t in fact} <= tokens(value) else "wrong"
-        count[verdict] += 1
-        print(f"| {pair} | {' '.join(fact) if fact else '-'} | {value or '-'} | {verdict} |")
-    found, right, wrong, missed = (
-        count["right"] + count["wrong"],
-        count["right"],
-        count["wrong"],
-        count["missed"],
+    report, total = [], Counter()
+    for repo in args.repos:
+        name = repo.resolve().name if repo.name != "repo" else repo.resolve().parent.name
+        out = args.out / name
+        took = track(repo, args, out)
+        state = json.loads((out / "state.json").read_text())
+        held = {
+            k["key"]: k["value"] for k in state["keys"] if (k["branch"], k["env"]) == ("main", "production")
+        }
+        at = tip(repo, args.branch)
+        rows = verdicts(truth(repo, at), held)
+        count = Counter(r["verdict"] for r in rows)
+        total.update(count)
+        report.append(
+            {"repository": name, "tip": at, "commits": state["commits"], "minutes": took / 60, "slots": rows}
+        )
+        print(f"\n{name} at {at[:12]}, {state['commits']} commits read in {took / 60:.1f} min\n")
+        print("| slot | the files | memory | verdict |\n| --- | --- | --- | --- |")
+        for r in rows:
+            print(f"| {r['slot']} | {r['fact'] or '-'} | {r['memory'] or '-'} | {r['verdict']} |")
+        print("; ".join(f"{v} {count[v]}" for v in VERDICTS))
+    facts = total["right"] + total["wrong"] + total["missed"]
+    print(
+        f"\nin all, {facts} facts stated by the files: " + "; ".join(f"{v} {total[v]}" for v in VERDICTS[:3])
     )
-    print(f"\nfacts {len(facts)}: found {found}, right {right}, wrong {wrong}, missed {missed}")
+    untyped = sum(1 for r in report for s in r["slots"] if s["memory"] is not None and not s["typed"])
+    print(f"values not of their slot's type: {untyped}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "track.json").write_text(
+        json.dumps({"repositories": report, "total": dict(total)}, indent=1) + "\n"
+    )
+    print(f"-> {args.out / 'track.json'}")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from memops.core.values import spdx, specifier
 from memops.data import facts
 from memops.data.facts import (
     Disputed,
@@ -17,8 +18,6 @@ from memops.data.facts import (
     licence,
     line_length,
     requires_python,
-    spdx,
-    specifier,
     type_checkers,
 )
 

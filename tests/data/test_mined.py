@@ -43,7 +43,7 @@ def test_no_claim_is_a_respelling_every_licence_an_spdx_id_every_specifier_canon
     """Issue 84: 62 of 102 licence claims only respelled one licence (``MIT`` and ``MIT License``);
     a compare pair or update case between two claims at a key turns on a respelling only if one
     of them is not in the canonical spelling."""
-    from memops.data.facts import python_specifier, spdx
+    from memops.core.values import python_specifier, spdx
 
     canonical = {"project.license": spdx, "python.supported_versions": python_specifier}
     for e in episodes.values():
@@ -62,7 +62,7 @@ def test_the_card_reports_the_audit_of_every_claim() -> None:
 
 
 def test_the_card_lists_each_repository_with_its_licence_tip_span_and_claims(episodes) -> None:
-    from memops.data.facts import spdx
+    from memops.core.values import spdx
 
     rows = [line for line in CARD.splitlines() if line.startswith("| [")]
     assert len(rows) == len(episodes)

@@ -298,3 +298,26 @@ def test_a_commit_that_cannot_be_a_note_is_skipped_and_the_run_goes_on(
     subjects = [c.subject for c in commits(repo)]
     assert subjects[:3] == ["Require Python 3.9", "[31mLint with ruff [0m", "Split records"]
     assert subjects[3] == "Café licence: MIT"
+
+
+def test_a_commit_that_changes_a_file_a_slot_reads_is_noted_with_its_changed_lines(tmp_path: Path) -> None:
+    """The note the extractor reads is the mined benchmark's form (subject, changed lines, files,
+    message) where the commit changes a file the catalog reads, so a value it states is in the
+    note to be read; a commit that changes none is its subject and body."""
+    from memops.data.catalog import slots_read
+    from memops.track.git import note
+
+    repo = tmp_path / "lib"
+    make_repo(repo)
+    (repo / "README.md").write_text("hello\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "Say hello", "-m", "A readme.", date="2024-04-01T10:00:00+01:00")
+    found = commits(repo)
+    read_from = slots_read("python-project")
+    drop = note(repo, found[5], read_from)
+    assert drop.startswith("Drop Python 3.8, it is end of life\n\nChanged lines: ")
+    assert 'pyproject.toml: +requires-python = ">=3.9"' in drop and "Touched files: pyproject.toml." in drop
+    assert note(repo, found[-1], read_from) == found[-1].text == "Say hello\n\nA readme."
+    own = tmp_path / "slots.yaml"
+    own.write_text("- {entity: build, slot: backend, description: the build backend}\n")
+    assert slots_read(own) == [] and note(repo, found[5], slots_read(own)) == found[5].text

@@ -29,11 +29,12 @@ from tqdm import tqdm
 from memops.core.files import write_atomic
 from memops.core.layout import OUTPUTS, adapters_path
 from memops.core.locks import Busy, exclusive
+from memops.data.catalog import slots_read
 from memops.data.export import ExportError
 from memops.data.problems import DataError
 from memops.operators.backends import BackendError
 from memops.operators.learned import EXTRACT_MODES
-from memops.track.git import SINCE_HELP, check_revision, commits, identity, moment, on_branch
+from memops.track.git import SINCE_HELP, check_revision, commits, identity, moment, note, on_branch
 from memops.track.memory import InputError, ProjectMemory, open_memory
 
 
@@ -119,6 +120,7 @@ def follow(args: argparse.Namespace, repo: Path, out: Path, adapters: Path) -> t
     """Read the commits the saved memory has not, save after each, write the state files."""
     saved = out / "memory.json"
     history = commits(repo, args.branch, args.since, args.until)
+    read_from = slots_read(args.catalog)
     load = saved if saved.exists() and not args.reset else None
     kept = ProjectMemory.load(load) if load else None  # read once: it answers when nothing is new
     seen = kept.seen if kept else []
@@ -153,8 +155,9 @@ def follow(args: argparse.Namespace, repo: Path, out: Path, adapters: Path) -> t
     with opened as memory:
         for commit in tqdm(new, desc="commits", unit="commit", disable=not sys.stderr.isatty()):
             try:
+                text = note(repo, commit, read_from)
                 result = memory.add_note(
-                    commit.text, commit.at, title=commit.subject, commit=commit.sha, files=commit.files
+                    text, commit.at, title=commit.subject, commit=commit.sha, files=commit.files
                 )
             except InputError as exc:  # this commit cannot be a note (a date in the future): go on
                 memory.skip(commit.sha, str(exc))

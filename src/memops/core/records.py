@@ -8,12 +8,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memops.core.values import MAX_VALUE_CHARS, TEXT, ValueType
 from memops.memory.claims import BranchName, Claim, Env, Identifier, Timestamp
 from memops.memory.evidence import EVIDENCE_TYPES, Evidence
 from memops.memory.lines import OneLine
 
 EvidenceType = Literal[EVIDENCE_TYPES]  # type: ignore[valid-type]
-MAX_VALUE_CHARS = 160
 
 
 class _Strict(BaseModel):
@@ -35,6 +35,8 @@ class CatalogEntry(_Strict):
     entity: Identifier
     slot: Identifier
     description: str = Field(min_length=1)
+    value: ValueType = TEXT
+    """What the slot's values are: an extractor writes them in this form (``core.values``)."""
 
     @property
     def pair(self) -> str:
@@ -49,6 +51,10 @@ class Catalog(_Strict):
 
     def pairs(self) -> list[str]:
         return [e.pair for e in self.entries]
+
+    def value_type(self, pair: str) -> ValueType:
+        """The type of ``pair``'s values; free text for a pair the catalog does not list."""
+        return next((e.value for e in self.entries if e.pair == pair), TEXT)
 
 
 class ExtractedClaim(_Strict):

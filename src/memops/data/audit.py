@@ -19,8 +19,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memops.core.values import version
 from memops.data.catalog import ReadFrom
-from memops.data.facts import Files, version
+from memops.data.facts import Files
 from memops.data.mine import Blobs, facts_at, files_at, parent_of, same
 from memops.data.replay import Annotation, CommitRecord
 

@@ -80,6 +80,13 @@ class ReadFrom:
         return {path: text for path, text in files.items() if self.reads(path)}
 
 
+def slots_read(path: str | Path) -> list[ReadFrom]:
+    """Where a catalog's slots are read (:func:`load_read_from`), or none for a catalog without
+    ``read_from``: a catalog that names sources must name them right."""
+    data, _ = yaml_with_lines(catalog_file(path))
+    return load_read_from(path)[1] if isinstance(data, dict) and "read_from" in data else []
+
+
 def load_read_from(path: str | Path) -> tuple[Catalog, list[ReadFrom]]:
     """A catalog and, in its order, where each slot is read; a slot without a source, a source
     without a slot, an unknown reader or an empty file list is refused with its line."""

@@ -22,13 +22,21 @@ import fnmatch
 import functools
 import re
 import tomllib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 
 import yaml
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from memops.core.records import MAX_VALUE_CHARS
+from memops.core.values import (
+    listed,
+    one_line,
+    percent,
+    poetry_constraint,
+    python_specifier,
+    spdx,
+    spdx_one,
+    version,
+)
 
 Files = Mapping[str, str]
 """Path (relative to the repository root) -> text, at one commit."""
@@ -158,73 +166,7 @@ def matching(files: Files, pattern: str) -> list[str]:
     return sorted(p for p in files if fnmatch.fnmatchcase(p, pattern))
 
 
-def one_line(value: object) -> str | None:
-    text = " ".join(str(value).split()) if isinstance(value, str) else None
-    return text[:MAX_VALUE_CHARS] if text else None
-
-
-def listed(items: Iterable[str]) -> str | None:
-    """A list fact's value: sorted, joined, cut at whole items to fit a claim
-    (``(+N more)`` says how many were left out)."""
-    items = sorted(set(items), key=str.lower)
-    for keep in range(len(items), 0, -1):
-        more = f" (+{len(items) - keep} more)" if keep < len(items) else ""
-        text = ", ".join(items[:keep]) + more
-        if len(text) <= MAX_VALUE_CHARS:
-            return text
-    return None
-
-
 # -- versions ------------------------------------------------------------------------------------
-
-_TRAILING_ZEROS = re.compile(r"^(\d+\.\d+)(?:\.0)+(?=$|[^\d.])")
-_ORDER = {">=": 0, ">": 1, "~=": 2, "==": 3, "===": 4, "!=": 5, "<=": 6, "<": 7}
-
-
-def version(text: str) -> str:
-    """A version as one spelling: ``3.8.0`` is ``3.8`` (PEP 440 compares them equal); at least
-    major.minor is kept, so ``1.0`` stays ``1.0``."""
-    return _TRAILING_ZEROS.sub(r"\1", text.strip())
-
-
-def poetry_constraint(text: str) -> str:
-    """Poetry's ``^3.8`` and ``~3.8`` as the PEP 440 range they mean (``>=3.8,<4``, ``>=3.8,<3.9``)."""
-    text = text.strip()
-    if text[:1] not in "^~" or text[1:2] == "=":
-        return text
-    parts = text[1:].strip().split(".")
-    if not all(p.isdigit() for p in parts):
-        return text
-    if text[0] == "^":
-        nonzero = next((i for i, p in enumerate(parts) if p != "0"), len(parts) - 1)
-        upper = parts[: nonzero + 1]
-    else:
-        upper = parts[:2] if len(parts) > 1 else parts[:1]
-    upper = [*upper[:-1], str(int(upper[-1]) + 1)]
-    return f">={'.'.join(parts)},<{'.'.join(upper)}"
-
-
-def specifier(text: str) -> str | None:
-    """A version specifier in one form: its clauses lower bound first, then by version, versions
-    spelled by :func:`version`, no spaces (``< 4, >= 3.8.0`` is ``>=3.8,<4``). A specifier that
-    does not parse keeps its own text, spaces dropped."""
-    text = poetry_constraint(text)
-    try:
-        specs = list(SpecifierSet(text))
-    except InvalidSpecifier:
-        return one_line(text.replace(" ", ""))
-    if not specs:
-        return None
-    clauses = sorted((_ORDER.get(s.operator, 9), s.operator, version(s.version)) for s in specs)
-    return ",".join(op + v for _, op, v in clauses) or None
-
-
-def python_specifier(text: str) -> str | None:
-    """The Python versions a specifier admits, spelled by :func:`specifier`, without a ``<4``
-    bound: no Python 4 exists, so ``>=3.6,<4`` says what ``>=3.6`` says."""
-    found = specifier(text)
-    clauses = [c for c in (found or "").split(",") if c not in ("<4", "<4.0")]
-    return ",".join(clauses) or None
 
 
 def requires_python(files: Files) -> str | None:
@@ -388,14 +330,6 @@ def ruff_toml(files: Files) -> dict:
 _FAIL_UNDER = re.compile(r"--(?:cov-)?fail-under[= ]\s*(\d+(?:\.\d+)?)")
 
 
-def percent(value: object) -> str | None:
-    try:
-        number = float(str(value).strip())
-    except ValueError:
-        return None
-    return f"{number:g}%" if 0 < number <= 100 else None
-
-
 def coverage_threshold(files: Files) -> str | None:
     """The coverage a test run must reach: ``fail_under`` of coverage's configuration
     (pyproject, .coveragerc, setup.cfg, tox.ini), else the highest ``--cov-fail-under`` or
@@ -536,67 +470,6 @@ def ci_platforms(files: Files) -> str | None:
 
 
 # -- licences ------------------------------------------------------------------------------------
-
-_GNU_VERSION = re.compile(r"(?:v|version|-|\s)\s*([123](?:\.\d)?)(?![\d.])")
-
-
-def _gnu(kind: str, text: str) -> str:
-    """GPL or LGPL with the version, and ``-only`` or ``-or-later`` where the spelling says so
-    (``GPLv3+``, ``GNU Lesser General Public License v2.1``); a spelling without a version names
-    the family."""
-    found = _GNU_VERSION.search(text)
-    if not found:
-        return kind
-    number = found.group(1) if "." in found.group(1) else f"{found.group(1)}.0"
-    later = "-or-later" if "+" in text or "later" in text else "-only" if "only" in text else ""
-    return f"{kind}-{number}{later}"
-
-
-def _bsd(text: str) -> str:
-    if re.search(r"\b2\b|two|simplified|freebsd", text):
-        return "BSD-2-Clause"
-    if re.search(r"\b3\b|three|new|modified|revised", text):
-        return "BSD-3-Clause"
-    return "BSD"
-
-
-def spdx_one(text: str) -> str | None:
-    """One licence's SPDX id from the ways projects spell it (``MIT License``, ``Apache 2``,
-    ``Apache Software License``, ``BSD License``, ``GPLv3+``); a bare BSD stays ``BSD`` for the
-    licence text to settle. None for a spelling that names no licence this knows."""
-    low = " ".join(text.lower().replace("_", " ").split())
-    if re.search(r"lesser|\blgpl", low):
-        return _gnu("LGPL", low)
-    if re.search(r"affero|\bagpl", low):
-        return _gnu("AGPL", low)
-    if re.search(r"general public|\bgpl", low):
-        return _gnu("GPL", low)
-    rules = (
-        (r"\bmit\b|\bexpat\b", "MIT"),
-        (r"\bapache\b|\basl\b", "Apache-2.0"),
-        (r"mozilla|\bmpl\b", "MPL-2.0"),
-        (r"\bisc\b", "ISC"),
-        (r"python software foundation|\bpsf\b", "PSF-2.0"),
-        (r"unlicense", "Unlicense"),
-        (r"zope public|\bzpl\b", "ZPL-2.1"),
-        (r"\bcc0\b", "CC0-1.0"),
-    )
-    for pattern, name in rules:
-        if re.search(pattern, low):
-            return name
-    return _bsd(low) if re.search(r"\bbsd\b", low) else None
-
-
-def spdx(text: str) -> str | None:
-    """A licence statement as an SPDX expression: each licence of ``A or B`` / ``A and B`` by its
-    id, sorted within the operator; None where any part names no licence this knows."""
-    for operator in ("OR", "AND"):
-        parts = re.split(rf"\s+-?{operator}-?\s+(?!later|newer)", text, flags=re.IGNORECASE)
-        if len(parts) > 1:
-            ids = [spdx_one(p) for p in parts]
-            return f" {operator} ".join(sorted(set(ids))) if all(ids) else None
-    return spdx_one(text)
-
 
 LICENCE_TEXTS = (
     ("Apache License", "Apache-2.0"),

@@ -21,13 +21,14 @@ import hashlib
 import json
 import re
 import subprocess
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import yaml
 
+from memops.core import values as spellings
 from memops.core.files import write_atomic
 from memops.core.records import Catalog, CatalogEntry
 from memops.core.sessions import Episode, has_token
@@ -142,8 +143,11 @@ def facts_at(files: Files, read_from: list[ReadFrom]) -> tuple[dict[str, str | N
     return out, disputed
 
 
-READERS_SOURCE = hashlib.sha256(Path(facts.__file__).read_bytes()).hexdigest()[:16]
-"""The readers' own code: a journal read by other readers is read again."""
+READERS_SOURCE = hashlib.sha256(
+    b"".join(Path(module.__file__).read_bytes() for module in (facts, spellings))
+).hexdigest()[:16]
+"""The readers' own code and the spellings they write values in: a journal read by other
+readers is read again."""
 
 
 def reading(read_from: list[ReadFrom], since: str | None) -> str:
@@ -207,6 +211,23 @@ def excerpt(lines: list[tuple[str, str]], marks: list[str], keywords: Iterable[s
     then = [i for i, x in enumerate(lines) if i not in first and holds(x[1], keywords)]
     picked = sorted((first + then or list(range(len(lines))))[:LINES_PER_FACT])
     return [f"{lines[i][0]}: {lines[i][1][:LINE_CHARS]}" for i in picked]
+
+
+def changed_summary(
+    repo: Path, commit: str, files: Sequence[str], slots: Iterable[tuple[ReadFrom, Iterable[str]]]
+) -> str:
+    """A commit's note summary, ``Changed lines: ...``: for each slot (where it is read, and the
+    words that mark its lines: the changed value's, or none), the :func:`excerpt` of the lines
+    the commit changed in the files it reads; ``Changed files: ...`` where there are none. Mined
+    notes mark the gold change's words, ``memops track`` has no gold and marks none."""
+    parent = parent_of(repo, commit)
+    lines: list[str] = []
+    for source, marks in slots:
+        paths = [p for p in files if source.reads(p)]
+        for line in excerpt(changed_lines(repo, commit, parent, paths), list(marks), KEYWORDS[source.reader]):
+            if line not in lines:
+                lines.append(line)
+    return "Changed lines: " + " | ".join(lines) if lines else "Changed files: " + ", ".join(files)
 
 
 def short_description(entry: CatalogEntry) -> str:
@@ -341,18 +362,8 @@ def mine(
     commits = []
     for record in records:
         found = by_commit[record.commit]
-        parent = parent_of(miner.repo, record.commit)
-        lines: list[str] = []
-        for change in found:
-            paths = [p for p in record.files if sources[change.pair].reads(p)]
-            marks = distinct(change.value, change.before)
-            keywords = KEYWORDS[sources[change.pair].reader]
-            for line in excerpt(changed_lines(miner.repo, record.commit, parent, paths), marks, keywords):
-                if line not in lines:
-                    lines.append(line)
-        summary = (
-            "Changed lines: " + " | ".join(lines) if lines else "Changed files: " + ", ".join(record.files)
-        )
+        marked = [(sources[c.pair], distinct(c.value, c.before)) for c in found]
+        summary = changed_summary(miner.repo, record.commit, record.files, marked)
         if summary in leave_out or note_text(record, summary) in leave_out:
             continue
         claims = [claim(c.pair, c.value, "code-change") for c in found]
@@ -368,9 +379,7 @@ def mine(
     memory = gold_replay(miner.name, miner.catalog, records, commits, noise)
     annotation = {
         "trajectory": miner.name,
-        "catalog": [
-            {"entity": e.entity, "slot": e.slot, "description": e.description} for e in miner.catalog.entries
-        ],
+        "catalog": [e.model_dump(mode="json", exclude_defaults=True) for e in miner.catalog.entries],
         "commits": commits,
         "distractors": noise,
         "queries": queries(miner.name, changes, records, entries, memory, noise),

@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -144,7 +145,18 @@ def body_excerpt(body: str, limit: int = BODY_CHARS) -> str:
     return text[:limit].rsplit(" ", 1)[0] + " …"
 
 
-def note_text(record: CommitRecord, summary: str, body_chars: int = BODY_CHARS) -> str:
+class Message(Protocol):
+    """What a commit's note is written from: a ``CommitRecord``, or a commit ``memops track`` reads."""
+
+    @property
+    def subject(self) -> str: ...
+    @property
+    def body(self) -> str: ...
+    @property
+    def files(self) -> tuple[str, ...]: ...
+
+
+def note_text(record: Message, summary: str, body_chars: int = BODY_CHARS) -> str:
     names = [f.rsplit("/", 1)[-1] for f in record.files]
     hints = ", ".join(dict.fromkeys(names[:FILE_HINTS]))
     if len(record.files) > FILE_HINTS:

@@ -21,7 +21,8 @@ def one_line(value: str) -> str:
     return value
 
 
-OneLine = Annotated[str, AfterValidator(one_line)]
+ONE_LINE = AfterValidator(one_line)
+OneLine = Annotated[str, ONE_LINE]
 
 
 def escape_line(text: str) -> str:

@@ -12,12 +12,13 @@ import json
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import astuple, dataclass, field
+from dataclasses import astuple, dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from memops.core.records import MAX_VALUE_CHARS, Catalog, ExtractedClaim, Note
+from memops.core.records import Catalog, ExtractedClaim, Note
+from memops.core.values import MAX_VALUE_CHARS
 from memops.memory.claims import Claim
 from memops.memory.state import Entry
 from memops.operators.backends import BASE, Backend, Completion, Messages, Odds, Probe, Request
@@ -161,6 +162,25 @@ def overlap_selection(note: Note, catalog: Catalog) -> Extraction:
     raw = Selection(pairs=selected).model_dump_json()
     call = Outcome("overlap", select_messages(note, catalog), raw, None, None, 0.0, 0)
     return Extraction([], [call], selected, scores)
+
+
+def in_type(claim: ExtractedClaim, catalog: Catalog) -> ExtractedClaim | None:
+    """The claim with its value in its slot's one spelling (``ValueType.normalise``), as the
+    engine takes it; None where the value is no value of the slot's type."""
+    value = catalog.value_type(claim.pair).normalise(claim.value)
+    return None if value is None else claim.model_copy(update={"value": value})
+
+
+def typed(outcome: Outcome, catalog: Catalog) -> Outcome:
+    """A fill's outcome with its claim :func:`in_type`; a value of another type becomes the
+    call's error, as a schema violation does."""
+    if not isinstance(outcome.output, ExtractedClaim):
+        return outcome
+    claim = in_type(outcome.output, catalog)
+    if claim is None:
+        kind = catalog.value_type(outcome.output.pair).kind
+        return replace(outcome, output=None, error=f"value is no {kind} value: {outcome.output.value!r}")
+    return replace(outcome, output=claim)
 
 
 def parse(model: type[BaseModel], text: str) -> tuple[BaseModel | None, str | None]:
@@ -313,8 +333,9 @@ class LearnedOperators:
         if mode in ("direct", "direct-trained"):
             outcomes = self._run(EXTRACT, adapter, [EXTRACT.messages(n, c) for n, c in notes])
             out = []
-            for o in outcomes:
-                claims = list(o.output.claims) if o.output else []
+            for o, (_, catalog) in zip(outcomes, notes, strict=True):
+                found = (in_type(c, catalog) for c in (o.output.claims if o.output else []))
+                claims = [c for c in found if c is not None]
                 named = list(dict.fromkeys(c.pair for c in claims))
                 out.append(Extraction(claims, [o], named))
             return out
@@ -379,15 +400,17 @@ class LearnedOperators:
         return self._ask("select", asks)
 
     def fill(self, items: Sequence[tuple[Note, Catalog, str]], adapter: str = "extract") -> list[Outcome]:
-        """Stage 2: one claim per selected pair; the pair is fixed, branch/env/evidence are enums."""
+        """Stage 2: one claim per selected pair; the pair is fixed, branch/env/evidence are enums,
+        a typed slot's value is decoded under its type's grammar and normalised (:func:`typed`)."""
         asks = []
         for note, catalog, pair in items:
             branches = note_branches(note)
-            model = fill_model(pair, branches)
+            model = fill_model(pair, branches, catalog.value_type(pair).grammar())
             prompt = fill_messages(note, catalog, pair)
             asks.append((adapter, prompt, model, self._schema(model), fill_budget(pair, branches)))
         favours = [note.text if self.favour_note else None for note, _, _ in items]
-        return self._ask("fill", asks, favours)
+        outcomes = self._ask("fill", asks, favours)
+        return [typed(o, catalog) for o, (_, catalog, _) in zip(outcomes, items, strict=True)]
 
     def _fill_selected(
         self, notes: Sequence[Sourced], selections: list[Extraction], adapter: str

@@ -9,12 +9,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from memops.core.records import Catalog, ExtractedClaim, Note
+from memops.core.values import MAX_VALUE_CHARS
 from memops.memory.compare import Relation, Winner
+from memops.memory.lines import ONE_LINE
 from memops.memory.state import Action
 
 MAX_CLAIMS = 8
@@ -87,15 +89,22 @@ def note_branches(note: Note) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=1024)
-def fill_model(pair: str, branches: tuple[str, ...]) -> type[ExtractedClaim]:
-    """The stage-2 schema for one selected pair: the pair is fixed, the closed domains are enums."""
+def fill_model(pair: str, branches: tuple[str, ...], grammar: str | None = None) -> type[ExtractedClaim]:
+    """The stage-2 schema for one selected pair: the pair is fixed, the closed domains are enums,
+    and a typed slot's value is held to its type's ``grammar`` (``ValueType.grammar``)."""
     entity, slot = pair.split(".", 1)
+    value: Any = (
+        (Annotated[str, Field(min_length=1, max_length=MAX_VALUE_CHARS, pattern=grammar), ONE_LINE], ...)
+        if grammar
+        else (ExtractedClaim.model_fields["value"].annotation, ExtractedClaim.model_fields["value"])
+    )
     return create_model(
         "Fill",
         __base__=ExtractedClaim,
         entity=(Literal[entity], ...),  # type: ignore[valid-type]
         slot=(Literal[slot], ...),  # type: ignore[valid-type]
         branch=(Literal[branches], "main"),  # type: ignore[valid-type]
+        value=value,
     )
 
 
@@ -115,7 +124,10 @@ def stage_answers(
     pairs = list(first)[:MAX_PAIRS]
     selection = select_model(tuple(catalog.pairs()))(pairs=pairs)
     branches = note_branches(note)
-    return selection, [fill_model(p, branches).model_validate(first[p].model_dump()) for p in pairs]
+    fills = [fill_model(p, branches, catalog.value_type(p).grammar()) for p in pairs]
+    return selection, [
+        fill.model_validate(first[p].model_dump()) for fill, p in zip(fills, pairs, strict=True)
+    ]
 
 
 _REPEATED_CLASS = re.compile(r"^\^(\[[^\]]+\])(\[[^\]]+\])\*\$$")

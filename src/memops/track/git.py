@@ -1,6 +1,7 @@
-"""A git repository's history as the notes a project memory reads: one note per commit, its
-subject and body as the text, its touched files, dated when it landed (the committer date with
-its offset), as ``memops mine`` and the trajectory replays date a commit.
+"""A git repository's history as the notes a project memory reads: one note per commit, written
+as ``memops mine`` writes its notes where the commit changes a file the catalog reads (``note``),
+its touched files, dated when it landed (the committer date with its offset), as ``memops mine``
+and the trajectory replays date a commit.
 
 One ``git log`` call (``data.export.git``, an argument list that runs none of the repository's
 programs) reads the whole range, oldest first in the order the commits landed: parents before
@@ -17,7 +18,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from memops.data.catalog import ReadFrom
 from memops.data.export import ExportError, git
+from memops.data.mine import changed_summary
+from memops.data.replay import note_text
 
 LOG_TIMEOUT_S = 300
 """A whole branch's log in one call takes longer than one commit's."""
@@ -58,6 +62,15 @@ class Commit:
     @property
     def text(self) -> str:
         return f"{self.subject}\n\n{self.body}".strip()
+
+
+def note(repo: Path, commit: Commit, read_from: list[ReadFrom]) -> str:
+    """The note the extractor reads for ``commit``. Where it changes a file a catalog slot is read
+    from, the mined benchmark's form: its subject, the lines it changed there (by each slot's
+    keywords: there is no gold to point at them), the files it touched and its message; any other
+    commit, its subject and body."""
+    slots = [(source, ()) for source in read_from if any(source.reads(p) for p in commit.files)]
+    return note_text(commit, changed_summary(repo, commit.sha, commit.files, slots)) if slots else commit.text
 
 
 def check_revision(branch: str) -> None:

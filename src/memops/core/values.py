@@ -1,0 +1,270 @@
+"""Values in one spelling, and the types a catalog slot declares for its values.
+
+A value is canonical *by meaning*, so that a respelling is never a change: licences as SPDX ids
+(``MIT License`` is ``MIT``), version specifiers in one order and spelling (``>= 3.8.0`` is
+``>=3.8``), lists sorted and joined with ", ". The miner's readers (``data.facts``) write values
+this way, and a slot's :class:`ValueType` holds what an extractor writes to the same form: the
+grammar its value is decoded under, and the normaliser a claim passes before the engine sees it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import cached_property
+from typing import Literal
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+MAX_VALUE_CHARS = 160
+"""The longest value a claim holds (the extract schema's bound, and a list fact's cut)."""
+
+
+# -- spellings ------------------------------------------------------------------------------------
+
+
+def one_line(value: object) -> str | None:
+    text = " ".join(str(value).split()) if isinstance(value, str) else None
+    return text[:MAX_VALUE_CHARS] if text else None
+
+
+def listed(items: Iterable[str]) -> str | None:
+    """A list fact's value: sorted, joined, cut at whole items to fit a claim
+    (``(+N more)`` says how many were left out)."""
+    items = sorted(set(items), key=str.lower)
+    for keep in range(len(items), 0, -1):
+        more = f" (+{len(items) - keep} more)" if keep < len(items) else ""
+        text = ", ".join(items[:keep]) + more
+        if len(text) <= MAX_VALUE_CHARS:
+            return text
+    return None
+
+
+_TRAILING_ZEROS = re.compile(r"^(\d+\.\d+)(?:\.0)+(?=$|[^\d.])")
+_ORDER = {">=": 0, ">": 1, "~=": 2, "==": 3, "===": 4, "!=": 5, "<=": 6, "<": 7}
+
+
+def version(text: str) -> str:
+    """A version as one spelling: ``3.8.0`` is ``3.8`` (PEP 440 compares them equal); at least
+    major.minor is kept, so ``1.0`` stays ``1.0``."""
+    return _TRAILING_ZEROS.sub(r"\1", text.strip())
+
+
+def poetry_constraint(text: str) -> str:
+    """Poetry's ``^3.8`` and ``~3.8`` as the PEP 440 range they mean (``>=3.8,<4``, ``>=3.8,<3.9``)."""
+    text = text.strip()
+    if text[:1] not in "^~" or text[1:2] == "=":
+        return text
+    parts = text[1:].strip().split(".")
+    if not all(p.isdigit() for p in parts):
+        return text
+    if text[0] == "^":
+        nonzero = next((i for i, p in enumerate(parts) if p != "0"), len(parts) - 1)
+        upper = parts[: nonzero + 1]
+    else:
+        upper = parts[:2] if len(parts) > 1 else parts[:1]
+    upper = [*upper[:-1], str(int(upper[-1]) + 1)]
+    return f">={'.'.join(parts)},<{'.'.join(upper)}"
+
+
+def specifier(text: str) -> str | None:
+    """A version specifier in one form: its clauses lower bound first, then by version, versions
+    spelled by :func:`version`, no spaces (``< 4, >= 3.8.0`` is ``>=3.8,<4``). A specifier that
+    does not parse keeps its own text, spaces dropped."""
+    text = poetry_constraint(text)
+    try:
+        specs = list(SpecifierSet(text))
+    except InvalidSpecifier:
+        return one_line(text.replace(" ", ""))
+    if not specs:
+        return None
+    clauses = sorted((_ORDER.get(s.operator, 9), s.operator, version(s.version)) for s in specs)
+    return ",".join(op + v for _, op, v in clauses) or None
+
+
+def python_specifier(text: str) -> str | None:
+    """The Python versions a specifier admits, spelled by :func:`specifier`, without a ``<4``
+    bound: no Python 4 exists, so ``>=3.6,<4`` says what ``>=3.6`` says."""
+    found = specifier(text)
+    clauses = [c for c in (found or "").split(",") if c not in ("<4", "<4.0")]
+    return ",".join(clauses) or None
+
+
+_GNU_VERSION = re.compile(r"(?:v|version|-|\s)\s*([123](?:\.\d)?)(?![\d.])")
+
+
+def _gnu(kind: str, text: str) -> str:
+    """GPL or LGPL with the version, and ``-only`` or ``-or-later`` where the spelling says so
+    (``GPLv3+``, ``GNU Lesser General Public License v2.1``); a spelling without a version names
+    the family."""
+    found = _GNU_VERSION.search(text)
+    if not found:
+        return kind
+    number = found.group(1) if "." in found.group(1) else f"{found.group(1)}.0"
+    later = "-or-later" if "+" in text or "later" in text else "-only" if "only" in text else ""
+    return f"{kind}-{number}{later}"
+
+
+def _bsd(text: str) -> str:
+    if re.search(r"\b2\b|two|simplified|freebsd", text):
+        return "BSD-2-Clause"
+    if re.search(r"\b3\b|three|new|modified|revised", text):
+        return "BSD-3-Clause"
+    return "BSD"
+
+
+SPDX_SPELLINGS = (
+    (r"\bmit\b|\bexpat\b", "MIT"),
+    (r"\bapache\b|\basl\b", "Apache-2.0"),
+    (r"mozilla|\bmpl\b", "MPL-2.0"),
+    (r"\bisc\b", "ISC"),
+    (r"python software foundation|\bpsf\b", "PSF-2.0"),
+    (r"unlicense", "Unlicense"),
+    (r"zope public|\bzpl\b", "ZPL-2.1"),
+    (r"\bcc0\b", "CC0-1.0"),
+)
+"""Lower-cased spellings of the licences known by one id, and that id (the GNU and BSD
+licences are told apart by :func:`spdx_one` itself)."""
+
+
+def spdx_one(text: str) -> str | None:
+    """One licence's SPDX id from the ways projects spell it (``MIT License``, ``Apache 2``,
+    ``Apache Software License``, ``BSD License``, ``GPLv3+``); a bare BSD stays ``BSD`` for the
+    licence text to settle. None for a spelling that names no licence this knows."""
+    low = " ".join(text.lower().replace("_", " ").split())
+    if re.search(r"lesser|\blgpl", low):
+        return _gnu("LGPL", low)
+    if re.search(r"affero|\bagpl", low):
+        return _gnu("AGPL", low)
+    if re.search(r"general public|\bgpl", low):
+        return _gnu("GPL", low)
+    for pattern, name in SPDX_SPELLINGS:
+        if re.search(pattern, low):
+            return name
+    return _bsd(low) if re.search(r"\bbsd\b", low) else None
+
+
+def spdx(text: str) -> str | None:
+    """A licence statement as an SPDX expression: each licence of ``A or B`` / ``A and B`` by its
+    id, sorted within the operator; None where any part names no licence this knows."""
+    for operator in ("OR", "AND"):
+        parts = re.split(rf"\s+-?{operator}-?\s+(?!later|newer)", text, flags=re.IGNORECASE)
+        if len(parts) > 1:
+            ids = [spdx_one(p) for p in parts]
+            return f" {operator} ".join(sorted(set(ids))) if all(ids) else None
+    return spdx_one(text)
+
+
+def percent(value: object) -> str | None:
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        return None
+    return f"{number:g}%" if 0 < number <= 100 else None
+
+
+# -- slot types ----------------------------------------------------------------------------------
+
+ValueKind = Literal["text", "choice", "tools", "python-specifier", "spdx", "integer", "percent", "pattern"]
+
+_VERSION_CLAUSE = r"(~=|==|!=|<=|>=|<|>|\^|~)?[0-9]+(\.([0-9]+|\*))*"
+_SPECIFIER = rf"{_VERSION_CLAUSE}(,{_VERSION_CLAUSE})*(\|\|{_VERSION_CLAUSE}(,{_VERSION_CLAUSE})*)*"
+"""PEP 440 clauses joined by commas; Poetry's ``^``, ``~`` and ``||``, which a reader keeps as
+written when they make no PEP 440 range (``2.7||^3.5``)."""
+_GNU_ID = r"(A|L)?GPL-[123]\.[01](-only|-or-later)?"
+
+
+def _escape(text: str) -> str:
+    """``text`` as a regular expression that matches it alone: only the metacharacters escaped,
+    since grammar engines (xgrammar) read fewer escapes than Python's ``re.escape`` writes."""
+    return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", text)
+
+
+_SPDX_ID = "|".join([*(_escape(name) for _, name in SPDX_SPELLINGS), "BSD-2-Clause", "BSD-3-Clause", _GNU_ID])
+GRAMMARS: dict[ValueKind, str] = {
+    "python-specifier": _SPECIFIER,
+    "spdx": rf"({_SPDX_ID})( (AND|OR) ({_SPDX_ID}))*",
+    "integer": r"[1-9][0-9]{0,3}",
+    "percent": r"[0-9]{1,3}(\.[0-9]{1,2})?%",
+}
+"""The regular expressions the built-in kinds' values are written in."""
+LIST_SPLIT = re.compile(r"\s*(?:,|;|\band\b|/)\s*")
+
+
+def _alternatives(names: Iterable[str]) -> str:
+    return "(" + "|".join(_escape(n) for n in names) + ")"
+
+
+class ValueType(BaseModel):
+    """What a slot's value is, so an extractor can only write a value of that form.
+
+    ``text`` is any one line (a user's catalog may leave every slot so); ``choice`` one of
+    ``names`` and ``tools`` a list of them, each name given with the spellings that mean it
+    (``hatchling.build: [hatchling]``); ``python-specifier`` a version specifier for Python
+    (``>=3.8``), ``spdx`` an SPDX licence expression, ``integer`` and ``percent`` a number;
+    ``pattern`` any value ``pattern`` matches whole. :meth:`grammar` is the regular expression
+    decoding is held to, :meth:`normalise` the one spelling a claim reaches the engine in."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: ValueKind = "text"
+    names: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    pattern: str | None = None
+
+    @model_validator(mode="after")
+    def _fits_kind(self) -> ValueType:
+        if (self.kind in ("choice", "tools")) != bool(self.names):
+            raise ValueError("names are given for a choice or tools slot, and only there")
+        if (self.kind == "pattern") != (self.pattern is not None):
+            raise ValueError("a pattern is given for a pattern slot, and only there")
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern does not compile: {exc}") from exc
+        return self
+
+    @cached_property
+    def _spellings(self) -> dict[str, str]:
+        """Every spelling of ``names``, lower-cased, to the name it means."""
+        return {s.lower(): name for name, also in self.names.items() for s in (name, *also)}
+
+    def grammar(self) -> str | None:
+        """The anchored regular expression a value of this type matches; None for free text."""
+        if self.kind == "text":
+            return None
+        if self.kind == "choice":
+            body = _alternatives(self.names)
+        elif self.kind == "tools":
+            body = f"{_alternatives(self.names)}(, {_alternatives(self.names)})*"
+        else:
+            body = self.pattern if self.kind == "pattern" else GRAMMARS[self.kind]
+        return f"^({body})$"
+
+    def normalise(self, text: str) -> str | None:
+        """``text`` in this type's one spelling; None where it is no value of this type."""
+        flat = one_line(text)
+        if flat is None or self.kind == "text":
+            return flat
+        if self.kind == "choice":
+            value = self._spellings.get(flat.lower())
+        elif self.kind == "tools":
+            parts = [self._spellings.get(p.lower()) for p in LIST_SPLIT.split(flat) if p]
+            value = listed(p for p in parts if p) if parts and all(parts) else None
+        elif self.kind == "python-specifier":
+            value = python_specifier(flat)
+        elif self.kind == "spdx":
+            value = spdx(flat)
+        elif self.kind == "integer":
+            value = flat if flat.isdigit() else None
+            value = str(int(value)) if value else None
+        elif self.kind == "percent":
+            value = percent(flat.removesuffix("%"))
+        else:
+            value = flat
+        return value if value is not None and re.fullmatch(self.grammar(), value) else None
+
+
+TEXT = ValueType()
+"""A slot that declares no type: any one-line value."""

@@ -1,0 +1,129 @@
+"""Typed slots: a catalog slot says what its values are, the fill stage can only write a value of
+that form, and a claim reaches the engine in the one spelling the miner writes.
+
+The grammar checks run xgrammar, the engine that constrains decoding in the hf backend and in
+vLLM, on the fill schema the extractor sends."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import xgrammar as xgr
+from pydantic import ValidationError
+from xgrammar.testing import _is_grammar_accept_string
+
+from memops.core.records import Catalog, CatalogEntry, ExtractedClaim
+from memops.core.sources import Sources
+from memops.core.values import TEXT, ValueType
+from memops.data.catalog import load_catalog
+from memops.data.replay import load_trajectories
+from memops.operators.learned import Outcome, in_type, typed
+from memops.operators.schemas import fill_model, json_schema
+
+CATALOG = load_catalog("python-project")
+
+
+def accepts(pair: str, value: str) -> bool:
+    """Whether the fill grammar of ``pair`` lets a decoder write a claim with ``value``."""
+    schema = json_schema(fill_model(pair, ("main",), CATALOG.value_type(pair).grammar()))
+    grammar = xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False)
+    entity, slot = pair.split(".")
+    claim = {"entity": entity, "slot": slot, "value": value, "branch": "main", "env": "production"}
+    return _is_grammar_accept_string(grammar, json.dumps({**claim, "evidence_type": "code-change"}))
+
+
+def test_every_shipped_slot_is_typed() -> None:
+    assert all(e.value != TEXT for e in CATALOG.entries)
+
+
+def test_every_mined_gold_value_is_already_in_its_types_one_spelling() -> None:
+    """The miner's readers and the types agree: each of the benchmark's gold values (distractors
+    too) is a fixed point of its slot's normaliser, so training targets are in the typed form."""
+    episodes = load_trajectories(Sources.of(["mined"], ["mined"]))
+    claims = [(e.catalog, c) for e in episodes for s in e.sessions for c in s.claims]
+    assert len(claims) > 2000
+    moved = [
+        (c.pair, c.value) for catalog, c in claims if catalog.value_type(c.pair).normalise(c.value) != c.value
+    ]
+    assert not moved
+    assert {e.catalog.value_type("project.license").kind for e in episodes} == {"spdx"}
+
+
+@pytest.mark.parametrize(
+    ("pair", "written", "canonical"),
+    [
+        ("build.backend", "Hatchling", "hatchling.build"),
+        ("build.backend", "setuptools.build_meta:__legacy__", "setuptools.build_meta:__legacy__"),
+        ("tests.runner", "tox and py.test", "pytest, tox"),
+        ("lint.formatter", "ruff-format, black", "black, ruff format"),
+        ("project.license", "MIT License", "MIT"),
+        ("project.license", "Apache 2 or MIT", "Apache-2.0 OR MIT"),
+        ("python.supported_versions", ">= 3.8.0, <4", ">=3.8"),
+        ("lint.line_length", "088", "88"),
+        ("tests.coverage_threshold", "98.50", "98.5%"),
+        ("docs.builder", "Sphinx  (furo theme)", "Sphinx (furo theme)"),
+    ],
+)
+def test_a_respelling_is_normalised_to_the_one_spelling(pair: str, written: str, canonical: str) -> None:
+    assert CATALOG.value_type(pair).normalise(written) == canonical
+
+
+@pytest.mark.parametrize(
+    ("pair", "phrase"),
+    [
+        ("project.license", "uv for dependency management (#404)"),
+        ("python.supported_versions", "slsa provenance (#408)"),
+        ("tests.runner", "deferred annotations"),
+        ("lint.line_length", "the line length"),
+        ("build.backend", "a custom backend"),
+    ],
+)
+def test_a_phrase_is_no_value_of_a_typed_slot(pair: str, phrase: str) -> None:
+    """The values `memops track` wrote on pallets/itsdangerous before slots were typed."""
+    assert CATALOG.value_type(pair).normalise(phrase) is None
+    assert not accepts(pair, phrase)
+
+
+@pytest.mark.parametrize(
+    ("pair", "value"),
+    [
+        ("project.license", "Apache-2.0 OR MIT"),
+        ("python.supported_versions", ">=2.7,!=3.0.*,!=3.1.*"),
+        ("python.supported_versions", "~2.7||^3.5"),
+        ("build.backend", "flit_core.buildapi"),
+        ("tests.runner", "nox, pytest"),
+        ("ci.platforms", "GitHub Actions on Linux, Windows, macOS; AppVeyor"),
+        ("dependencies.minimums", "attrs>=17.4, six>=1.11 (+2 more)"),
+        ("lint.line_length", "120"),
+        ("tests.coverage_threshold", "96.57%"),
+        ("docs.builder", "MkDocs, Sphinx (sphinx_immaterial theme)"),
+    ],
+)
+def test_the_fill_grammar_lets_a_value_of_the_type_through(pair: str, value: str) -> None:
+    assert accepts(pair, value)
+
+
+def test_a_free_slot_takes_any_line_and_a_bad_type_is_refused_with_its_field() -> None:
+    free = Catalog(name="c", entries=(CatalogEntry(entity="a", slot="b", description="d"),))
+    assert free.value_type("a.b").normalise("  any  words ") == "any words"
+    assert (
+        fill_model("a.b", ("main",), None).model_json_schema()["properties"]["value"].get("pattern") is None
+    )
+    for bad in (
+        {"kind": "choice"},
+        {"kind": "pattern"},
+        {"kind": "text", "names": {"x": []}},
+        {"kind": "pattern", "pattern": "("},
+    ):
+        with pytest.raises(ValidationError):
+            CatalogEntry(entity="a", slot="b", description="d", value=ValueType.model_validate(bad))
+
+
+def test_a_claim_reaches_the_engine_in_its_types_spelling_or_not_at_all() -> None:
+    claim = ExtractedClaim(entity="build", slot="backend", value="hatchling", evidence_type="code-change")
+    assert in_type(claim, CATALOG).value == "hatchling.build"
+    wrong = claim.model_copy(update={"value": "a custom backend"})
+    assert in_type(wrong, CATALOG) is None
+    outcome = typed(Outcome("fill", [], "", wrong, None, 0.0, 0), CATALOG)
+    assert outcome.output is None and "no choice value" in outcome.error
