@@ -7,19 +7,24 @@ vLLM, on the fill schema the extractor sends."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import xgrammar as xgr
 from pydantic import ValidationError
 from xgrammar.testing import _is_grammar_accept_string
 
-from memops.core.records import Catalog, CatalogEntry, ExtractedClaim
+from memops.core.models import model_config
+from memops.core.records import Catalog, CatalogEntry, ExtractedClaim, Note
 from memops.core.sources import Sources
-from memops.core.values import TEXT, ValueType
+from memops.core.values import TEXT, ValueType, candidates
 from memops.data.catalog import load_catalog
 from memops.data.replay import load_trajectories
-from memops.operators.learned import Outcome, in_type, typed
-from memops.operators.schemas import fill_model, json_schema
+from memops.operators.backends.hf import HFBackend
+from memops.operators.backends.symbolic import SymbolicBackend
+from memops.operators.learned import Extraction, LearnedOperators, Outcome, in_type, typed
+from memops.operators.schemas import ExtractOutput, fill_model, json_schema
 
 CATALOG = load_catalog("python-project")
 
@@ -127,3 +132,46 @@ def test_a_claim_reaches_the_engine_in_its_types_spelling_or_not_at_all() -> Non
     assert in_type(wrong, CATALOG) is None
     outcome = typed(Outcome("fill", [], "", wrong, None, 0.0, 0), CATALOG)
     assert outcome.output is None and "no choice value" in outcome.error
+
+
+NOTE = Note(
+    id="n1",
+    at="2024-03-02T10:00:00+01:00",
+    commit="abc123def",
+    title="Drop Python 3.8",
+    text=(
+        'Changed lines: pyproject.toml: -requires-python = ">= 3.8"'
+        ' | pyproject.toml: +requires-python = ">=3.9" | tox.ini: +commands = pytest {posargs}'
+        " | setup.cfg: +fail_under = 98.5 | .flake8: +max-line-length = 120"
+    ),
+    files=("pyproject.toml", "tox.ini", "setup.cfg", ".flake8"),
+)
+
+
+def test_the_values_a_note_states_are_found_in_their_types_spelling() -> None:
+    said = f"{NOTE.title}\n{NOTE.text}"
+    assert candidates(CATALOG.value_type("python.supported_versions"), said) == [">=3.8", ">=3.9"]
+    assert candidates(CATALOG.value_type("tests.runner"), said) == ["tox", "pytest", "pytest, tox"]
+    assert candidates(CATALOG.value_type("tests.coverage_threshold"), said) == ["98.5%"]
+    assert candidates(CATALOG.value_type("lint.line_length"), said) == ["120"]
+    assert candidates(CATALOG.value_type("project.license"), said) == []
+    assert candidates(TEXT, said) == []
+
+
+def test_reading_the_values_again_picks_the_one_the_oracle_knows(tiny_model: Path) -> None:
+    """``two-stage-read``: a fill that wrote the old specifier is read again among the note's
+    values; the oracle, certain of the gold fill, moves it to the new one. On the tiny model the
+    same read returns one of the options, with one probe per typed claim."""
+    gold = ExtractedClaim(
+        entity="python", slot="supported_versions", value=">=3.9", evidence_type="code-change"
+    )
+    oracle = SymbolicBackend()
+    oracle.remember_extraction(NOTE, CATALOG, ExtractOutput(claims=[gold]))
+    wrong = gold.model_copy(update={"value": ">=3.8"})
+    [read] = LearnedOperators(oracle).read_values([(NOTE, CATALOG)], [Extraction([wrong], [])], "x")
+    assert [c.value for c in read.claims] == [">=3.9"] and [c.step for c in read.calls] == ["read"]
+
+    tiny = HFBackend.load(replace(model_config("tiny"), path=str(tiny_model)), {})
+    ops = LearnedOperators(tiny, adapters=False)
+    [read] = ops.read_values([(NOTE, CATALOG)], [Extraction([wrong], [])], "x")
+    assert read.claims[0].value in (">=3.8", ">=3.9") and ops.calls["read"] == 1

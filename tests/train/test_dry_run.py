@@ -93,3 +93,7 @@ def test_loo_dry_run_prints_the_plan_and_writes_nothing(
     assert waiting.returncode == 0, waiting.stderr[-3000:]
     assert "train: 0 adapter(s)" in waiting.stdout
     assert "wait up to 600 s for the adapters other jobs are training: synthetic/extract, " in waiting.stdout
+    assert "patch-guardrails compare prompted:" in out and "patch-guardrails extract prompted:" in out
+    alone = run(*proc.args[1:], "prompted=false")  # a study of the adapters alone
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    assert " prompted:" not in alone.stdout and "patch-guardrails compare learned:" in alone.stdout

@@ -266,5 +266,45 @@ class ValueType(BaseModel):
         return value if value is not None and re.fullmatch(self.grammar(), value) else None
 
 
+_LOOSE_SPECIFIER = re.compile(
+    r"(?:~=|==|!=|<=|>=|<|>|\^|~)\s*\d+(?:\.(?:\d+|\*))*"
+    r"(?:\s*,\s*(?:~=|==|!=|<=|>=|<|>)\s*\d+(?:\.(?:\d+|\*))*)*"
+)
+_NUMBER = re.compile(r"(?<![\w.])\d{2,4}(?![\w.])")
+_PERCENT = re.compile(r"fail[_-]under\s*[=:]?\s*[\"']?(\d+(?:\.\d+)?)|(?<![\w.])(\d+(?:\.\d+)?)\s*%")
+_PHRASE = re.compile(r"[|\n\";]|\s-\s")
+
+
+def _spans(kind: ValueKind, value: ValueType, text: str) -> list[str]:
+    """The stretches of ``text`` that may state a value of ``value``'s type, in order."""
+    if kind in ("choice", "tools"):
+        found = []
+        for spelling in value._spellings:
+            pattern = rf"(?<![\w.-]){re.escape(spelling)}(?![\w-])"
+            found += [(m.start(), m.group(0)) for m in re.finditer(pattern, text, re.IGNORECASE)]
+        return [span for _, span in sorted(found)]
+    if kind == "python-specifier":
+        return [m.group(0) for m in _LOOSE_SPECIFIER.finditer(text)]
+    if kind == "spdx":
+        return [part for part in _PHRASE.split(text) if 0 < len(part) <= MAX_VALUE_CHARS]
+    if kind == "integer":
+        return _NUMBER.findall(text)
+    if kind == "percent":
+        return [a or b for a, b in _PERCENT.findall(text)]
+    if kind == "pattern" and value.pattern:
+        return [m.group(0) for m in re.finditer(value.pattern, text) if m.group(0)]
+    return []
+
+
+def candidates(value: ValueType, text: str) -> list[str]:
+    """The values of ``value``'s type that ``text`` states, each in the type's one spelling, in
+    order of first mention (for a list of tools, each one and all of them together): what a
+    reader of the note chooses among. None for free text, whose values are not told apart."""
+    found = [v for v in (value.normalise(span) for span in _spans(value.kind, value, text)) if v]
+    if value.kind == "tools" and len(set(found)) > 1:
+        found.append(listed(found) or "")
+    return [v for v in dict.fromkeys(found) if v]
+
+
 TEXT = ValueType()
 """A slot that declares no type: any one-line value."""

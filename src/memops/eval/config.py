@@ -30,7 +30,7 @@ class ReplayConfig(RunConfig):
     """The old name of ``engine``; refused with a message that names the new one."""
     extract: str = "direct"
     """direct | two-stage | two-stage-trained | two-stage-scored | two-stage-overlap |
-    direct-trained (the last four need an ``extract-stages`` adapter)."""
+    direct-trained | two-stage-read (the last five need an ``extract-stages`` adapter)."""
     threshold: float = 0.5
     """two-stage-scored: the probability a pair needs to be selected; a LOO run places it on
     validation data (``eval.calibration``) and writes it to its ``calibration/``."""
@@ -101,6 +101,10 @@ class LooConfig(TrainingRun):
     replay: bool = True
     """Replay every held-out trajectory through the engine after scoring (the report's engine
     rows); a parity pass compares operator outputs and can leave it out."""
+    prompted: bool = True
+    """Score the prompted base (the model without adapters, same prompts and grammar) beside the
+    adapters; a study of the adapters alone can leave it out, and then has no learned-vs-prompted
+    test. Its extraction takes longer than the adapters' on a CPU."""
     wait_for_training_s: float = 0.0
     """0: the run trains the adapters it lacks, then scores. Above 0: other jobs are training
     them (``benchmarks/bench_heldout.py`` starts the hf pass beside the last training): the run

@@ -13,7 +13,7 @@ from typing import Any
 
 from memops.core.layout import run_dir, test_file
 from memops.eval.config import LooConfig
-from memops.eval.harness import engine_variants, extract_variants
+from memops.eval.harness import decision_variants, engine_variants, extract_variants
 from memops.eval.plan import steps
 from memops.eval.records import read_records
 from memops.operators.learned import mode_adapter
@@ -70,7 +70,9 @@ def loo_plan(cfg: LooConfig) -> dict[str, Any]:
         for op in (*DECISIONS, EXTRACT.name):
             path = test_file(cfg.datasets_dir, fold, op)
             n = sum(1 for _ in path.open()) if path.exists() else None
-            variants = ("learned", "prompted", "symbolic") if op in DECISIONS else extract_variants(modes)
+            variants = (
+                decision_variants(cfg.prompted) if op in DECISIONS else extract_variants(modes, cfg.prompted)
+            )
             for variant in variants:
                 seconds = latency.get((op, variant))
                 out["score"].append(
@@ -83,7 +85,7 @@ def loo_plan(cfg: LooConfig) -> dict[str, Any]:
                     }
                 )
         if cfg.replay:
-            for variant in engine_variants(modes):
+            for variant in engine_variants(modes, cfg.prompted):
                 seconds = latency.get(("replay", variant))
                 out["replay"].append({"fold": fold, "variant": variant, "estimated_seconds": seconds})
     return out

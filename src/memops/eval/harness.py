@@ -70,17 +70,23 @@ DECISIONS_ONLY = "decisions"
 """The engine variant with gold extraction and the learned decisions."""
 
 
-def extract_variants(modes: Sequence[str]) -> tuple[str, ...]:
+def decision_variants(prompted: bool = True) -> tuple[str, ...]:
+    """The variants scored on compare and update: the adapters, the prompted base unless a run
+    leaves it out (``LooConfig.prompted``), and the rules."""
+    return ("learned", *(["prompted"] if prompted else []), "symbolic")
+
+
+def extract_variants(modes: Sequence[str], prompted: bool = True) -> tuple[str, ...]:
     """The variants scored on extraction: the learned ``modes``, the prompted base and the
     rules. A decisions-only run (no mode) leaves the prompted base's extraction out too, so that
     its overall covers the same compare and update examples as the learned one it is set against."""
-    return (*modes, *(["prompted"] if modes else []), "symbolic")
+    return (*modes, *(["prompted"] if modes and prompted else []), "symbolic")
 
 
-def engine_variants(modes: Sequence[str]) -> tuple[str, ...]:
+def engine_variants(modes: Sequence[str], prompted: bool = True) -> tuple[str, ...]:
     """The engine replays of a fold: one per learned extraction mode, the learned decisions on
     gold claims, then the other extracting variants (the prompted base replays its own)."""
-    return (*modes, DECISIONS_ONLY, *extract_variants(modes)[len(modes) :])
+    return (*modes, DECISIONS_ONLY, *extract_variants(modes, prompted)[len(modes) :])
 
 
 def extract_mode(variant: str) -> str | None:
@@ -225,6 +231,7 @@ def score_fold(
     batch: int = 32,
     progress: bool = True,
     missing: Collection[str] = (),
+    prompted: bool = True,
 ) -> None:
     """Score every (op, variant) of one fold's test examples that is not recorded yet.
 
@@ -237,9 +244,9 @@ def score_fold(
     # Decisions first: one short call per example, so a run cut short still has them.
     jobs: list[tuple[str, str, Callable[[Sequence[dict]], list[Record]]]] = []
     for op in DECISIONS:
-        for variant in ("learned", "prompted", "symbolic"):
+        for variant in decision_variants(prompted):
             jobs.append((op, variant, lambda ex, op=op, v=variant: decision_records(fold, op, v, ex, on(v))))
-    for variant in extract_variants(modes):
+    for variant in extract_variants(modes, prompted):
         jobs.append(
             (EXTRACT.name, variant, lambda ex, v=variant: extract_records(fold, v, ex, episode, on(v)))
         )
@@ -265,6 +272,7 @@ def ask_replays(
     records: Records,
     modes: Sequence[str],
     progress: bool = True,
+    prompted: bool = True,
 ) -> dict[tuple[str, str], float]:
     """Ask ahead the learned decisions of every engine replay still to run on ``ops``, every
     fold's and variant's in the same rounds (``ask_ahead``), so that a round is one batch of
@@ -273,7 +281,7 @@ def ask_replays(
     pending = [
         (fold, variant)
         for fold, episode in episodes.items()
-        for variant in engine_variants(modes)
+        for variant in engine_variants(modes, prompted)
         if variant not in ("symbolic", "prompted")
         and not records.done(fold, "engine_queries", variant, episode.queries[-1].id)
     ]
@@ -289,13 +297,14 @@ def replay_fold(
     modes: Sequence[str],
     progress: bool = True,
     asked: Mapping[tuple[str, str], float] | None = None,
+    prompted: bool = True,
 ) -> None:
     """Replay the held-out trajectory through the engine once per variant not recorded yet. It
     re-extracts every note (answered from ``ops.answers`` where the scoring asked the same), so
     it is the slowest part of a fold; a run scores every fold first. ``asked``: the seconds of
     the decisions ``ask_replays`` asked ahead, per (fold, variant)."""
     on = variant_ops(ops)
-    for variant in engine_variants(modes):
+    for variant in engine_variants(modes, prompted):
         if not records.done(fold, "engine_queries", variant, episode.queries[-1].id):
             if progress:
                 print(f"{fold}: engine replay ({variant})", flush=True)

@@ -334,7 +334,18 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
                     uncalibrated = False
                 for fold, episode in episodes.items():
                     with timed(phases, "operators"):
-                        score_fold(fold, data, episode, ops, records, modes, cfg.batch, cfg.progress, missing)
+                        score_fold(
+                            fold,
+                            data,
+                            episode,
+                            ops,
+                            records,
+                            modes,
+                            cfg.batch,
+                            cfg.progress,
+                            missing,
+                            cfg.prompted,
+                        )
                     if isinstance(backend, HFBackend) and backend.stems is not None:
                         backend.stems.clear()  # no later call asks about this fold's notes
                     print(f"{fold}: operators scored ({len(records.records)} records so far)", flush=True)
@@ -354,10 +365,10 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
                 print("contract suite: scored", flush=True)
             if cfg.replay:
                 with timed(phases, "engine replays"):
-                    asked = ask_replays(episodes, ops, records, modes, cfg.progress)
+                    asked = ask_replays(episodes, ops, records, modes, cfg.progress, cfg.prompted)
                 for fold, episode in episodes.items():
                     with timed(phases, "engine replays"):
-                        replay_fold(fold, episode, ops, records, modes, cfg.progress, asked)
+                        replay_fold(fold, episode, ops, records, modes, cfg.progress, asked, cfg.prompted)
                     print(f"{fold}: engine replayed ({len(records.records)} records so far)", flush=True)
     write_manifest(
         out,

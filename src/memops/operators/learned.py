@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from memops.core.records import Catalog, ExtractedClaim, Note
-from memops.core.values import MAX_VALUE_CHARS
+from memops.core.values import MAX_VALUE_CHARS, candidates
 from memops.memory.claims import Claim
 from memops.memory.state import Entry
 from memops.operators.backends import BASE, Backend, Completion, Messages, Odds, Probe, Request
@@ -36,7 +36,13 @@ from memops.operators.schemas import (
 Decoding = Literal["decode", "read"]
 DECODINGS: tuple[Decoding, ...] = ("decode", "read")
 ExtractMode = Literal[
-    "direct", "two-stage", "two-stage-trained", "two-stage-scored", "two-stage-overlap", "direct-trained"
+    "direct",
+    "two-stage",
+    "two-stage-trained",
+    "two-stage-scored",
+    "two-stage-overlap",
+    "direct-trained",
+    "two-stage-read",
 ]
 Sourced = tuple[Note, Catalog]
 """A note with the catalog it is read against."""
@@ -50,6 +56,7 @@ EXTRACT_MODES: tuple[ExtractMode, ...] = (
     "two-stage-scored",
     "two-stage-overlap",
     "direct-trained",
+    "two-stage-read",
 )
 """``direct``: one call for every claim. ``two-stage``: select pairs, then fill each, under
 grammars, on the extract adapter (trained on direct prompts only: the grammar alone carries the
@@ -61,21 +68,26 @@ alone, and the pairs at least ``threshold`` likely are kept; stage 2 fills them 
 words the note uses most (``overlap_scores``), filled as ``two-stage-trained`` does: the floor a
 learned selection has to clear. ``direct-trained``: ``direct``'s one call on the ``extract-stages``
 adapter, whose data hold the direct examples beside the stage ones: one extract adapter for
-every mode, so that a run trains one adapter fewer (docs/log/speed.md)."""
+every mode, so that a run trains one adapter fewer (docs/log/speed.md). ``two-stage-read``:
+``two-stage-trained``, then each typed value read again from the note: the value the fill wrote
+and every value of the slot's type the note states (``core.values.candidates``), each weighed
+as the fill's answer by the adapter, the likeliest kept (``LearnedOperators.read_values``)."""
 STAGED_MODES: tuple[ExtractMode, ...] = (
     "two-stage-trained",
     "two-stage-scored",
     "two-stage-overlap",
     "direct-trained",
+    "two-stage-read",
 )
 """The modes that run on the ``extract-stages`` adapter."""
 NOTE_STEPS = frozenset({EXTRACT.name, "select", "fill"})
 """The calls about one note: their prompts are the same up to the task (``with_task``), and
 each note is asked in several (``Request.stem``)."""
-OPT_IN_MODES: tuple[ExtractMode, ...] = ("two-stage-overlap", "direct-trained")
+OPT_IN_MODES: tuple[ExtractMode, ...] = ("two-stage-overlap", "direct-trained", "two-stage-read")
 """The modes a run scores only when ``extract_modes`` names them: ``two-stage-overlap`` selects
 with no model, and the symbolic oracle has no fill to give for a pair its note does not state;
-``direct-trained`` is a study of the adapters a run needs."""
+``direct-trained`` is a study of the adapters a run needs; ``two-stage-read`` a study of values
+read from the note."""
 
 
 def mode_adapter(mode: ExtractMode) -> str:
@@ -347,7 +359,40 @@ class LearnedOperators:
         for sel in self.select(notes, adapter):
             pairs = list(sel.output.pairs) if isinstance(sel.output, Selection) else []
             selections.append(Extraction([], [sel], pairs))
-        return self._fill_selected(notes, selections, adapter)
+        filled = self._fill_selected(notes, selections, adapter)
+        return self.read_values(notes, filled, adapter) if mode == "two-stage-read" else filled
+
+    def read_values(
+        self, notes: Sequence[Sourced], extractions: list[Extraction], adapter: str
+    ) -> list[Extraction]:
+        """Each claim's value chosen again among the one its fill wrote and the values of the
+        slot's type its note states (``candidates``): the fill prompt read once, each option the
+        whole fill answer with that value, the likeliest kept. A claim whose note states no
+        other value of its type keeps its own; a free-text slot has none to offer."""
+        asks, owners = [], []
+        for i, ((note, catalog), extraction) in enumerate(zip(notes, extractions, strict=True)):
+            said = f"{note.title}\n{note.text}"
+            for j, claim in enumerate(extraction.claims):
+                values = [claim.value, *candidates(catalog.value_type(claim.pair), said)]
+                options = tuple(
+                    claim.model_copy(update={"value": v}).model_dump_json() for v in dict.fromkeys(values)
+                )
+                if len(options) > 1:
+                    asks.append((adapter, fill_messages(note, catalog, claim.pair), options))
+                    owners.append((i, j))
+        for (i, j), (_, messages, options), odds in zip(owners, asks, self.probe("read", asks), strict=True):
+            extraction = extractions[i]
+            if odds.refused:
+                error = f"refused by the backend: {odds.refused}"
+                extraction.calls.append(Outcome("read", messages, "", None, error, odds.latency_s, 0))
+                continue
+            best = max(range(len(options)), key=odds.probs.__getitem__)
+            claim = extraction.claims[j]
+            extraction.claims[j] = claim.model_validate_json(options[best])
+            extraction.calls.append(
+                Outcome("read", messages, options[best], extraction.claims[j], None, odds.latency_s, 0)
+            )
+        return extractions
 
     def probe(self, step: str, asks: list[tuple[str, Messages, tuple[str, ...]]]) -> list[Odds]:
         """Each (adapter, prompt, options) read, from ``readings`` where asked before."""
