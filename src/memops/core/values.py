@@ -168,10 +168,11 @@ def percent(value: object) -> str | None:
 
 ValueKind = Literal["text", "choice", "tools", "python-specifier", "spdx", "integer", "percent", "pattern"]
 
-_VERSION_CLAUSE = r"(~=|==|!=|<=|>=|<|>|\^|~)?[0-9]+(\.([0-9]+|\*))*"
+_VERSION_CLAUSE = r"(~=|==|!=|<=|>=|<|>|\^|~)?[23](\.([0-9]+|\*))*"
 _SPECIFIER = rf"{_VERSION_CLAUSE}(,{_VERSION_CLAUSE})*(\|\|{_VERSION_CLAUSE}(,{_VERSION_CLAUSE})*)*"
-"""PEP 440 clauses joined by commas; Poetry's ``^``, ``~`` and ``||``, which a reader keeps as
-written when they make no PEP 440 range (``2.7||^3.5``)."""
+"""PEP 440 clauses on Python versions (2 or 3: a ``<4`` bound says nothing and is dropped) joined
+by commas; Poetry's ``^``, ``~`` and ``||``, which a reader keeps as written when they make no
+PEP 440 range (``2.7||^3.5``)."""
 _GNU_ID = r"(A|L)?GPL-[123]\.[01](-only|-or-later)?"
 
 
@@ -267,8 +268,8 @@ class ValueType(BaseModel):
 
 
 _LOOSE_SPECIFIER = re.compile(
-    r"(?:~=|==|!=|<=|>=|<|>|\^|~)\s*\d+(?:\.(?:\d+|\*))*"
-    r"(?:\s*,\s*(?:~=|==|!=|<=|>=|<|>)\s*\d+(?:\.(?:\d+|\*))*)*"
+    r"(?:~=|==|!=|<=|>=|<|>|\^|~)\s*[234](?:\.(?:\d+|\*))*(?![\d.])"
+    r"(?:\s*,\s*(?:~=|==|!=|<=|>=|<|>)\s*[234](?:\.(?:\d+|\*))*(?![\d.]))*"
 )
 _NUMBER = re.compile(r"(?<![\w.])\d{2,4}(?![\w.])")
 _PERCENT = re.compile(r"fail[_-]under\s*[=:]?\s*[\"']?(\d+(?:\.\d+)?)|(?<![\w.])(\d+(?:\.\d+)?)\s*%")

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ValidationError
 
@@ -49,15 +49,7 @@ Sourced = tuple[Note, Catalog]
 Ask = tuple[str, Messages, type[BaseModel], Any, int]
 """One call to make: the adapter, the prompt, the output model, its JSON schema (or None), and
 the token budget."""
-EXTRACT_MODES: tuple[ExtractMode, ...] = (
-    "direct",
-    "two-stage",
-    "two-stage-trained",
-    "two-stage-scored",
-    "two-stage-overlap",
-    "direct-trained",
-    "two-stage-read",
-)
+EXTRACT_MODES: tuple[ExtractMode, ...] = get_args(ExtractMode)
 """``direct``: one call for every claim. ``two-stage``: select pairs, then fill each, under
 grammars, on the extract adapter (trained on direct prompts only: the grammar alone carries the
 procedure). ``two-stage-trained``: the same calls on the ``extract-stages`` adapter, trained on
