@@ -1,1 +1,2 @@
-"""LOO harness, metrics, statistics, reports and figures, vLLM serving."""
+"""The LOO harness: scoring held-out folds with the operators, metrics and statistics, reports
+and figures."""
