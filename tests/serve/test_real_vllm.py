@@ -274,6 +274,7 @@ def test_a_loo_fold_runs_end_to_end_on_vllm(vllm_run) -> None:
         ("extract", "two-stage-scored"),
         ("extract", "two-stage-overlap"),
         ("extract", "direct-trained"),
+        ("extract", "two-stage-read"),
         ("extract", "prompted"),
         *{(op, v) for op in DECISIONS for v in ("learned", "prompted")},
     }
@@ -313,6 +314,7 @@ def test_hf_and_vllm_decode_the_same_text(
         "extract/two-stage-scored",
         "extract/two-stage-overlap",
         "extract/direct-trained",
+        "extract/two-stage-read",
         *(f"{op}/prompted" for op in OPS),
         *(
             f"{engine}/{v}"
