@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from memops.data.catalog import load_read_from
+from memops.data.catalog import load_catalog, load_read_from
 from memops.data.mine import Blobs, facts_at, files_at
 
 CATALOG = "python-project"
@@ -49,7 +49,7 @@ def truth(repo: Path, commit: str) -> dict[str, str]:
 
 
 def verdicts(facts: dict[str, str], held: dict[str, str]) -> list[dict[str, str | None]]:
-    catalog, _ = load_read_from(CATALOG)
+    catalog = load_catalog(CATALOG)
     rows = []
     for pair in catalog.pairs():
         fact, value = facts.get(pair), held.get(pair)

@@ -231,6 +231,13 @@ class ValueType(BaseModel):
         """Every spelling of ``names``, lower-cased, to the name it means."""
         return {s.lower(): name for name, also in self.names.items() for s in (name, *also)}
 
+    @cached_property
+    def _mentions(self) -> re.Pattern[str]:
+        """Any spelling of ``names`` standing as a word of a text (the longest where two start
+        together: ``ruff format`` before ``ruff``)."""
+        spellings = sorted(self._spellings, key=len, reverse=True)
+        return re.compile(rf"(?<![\w.-])(?:{'|'.join(map(re.escape, spellings))})(?![\w-])", re.IGNORECASE)
+
     def grammar(self) -> str | None:
         """The anchored regular expression a value of this type matches; None for free text."""
         if self.kind == "text":
@@ -258,8 +265,7 @@ class ValueType(BaseModel):
         elif self.kind == "spdx":
             value = spdx(flat)
         elif self.kind == "integer":
-            value = flat if flat.isdigit() else None
-            value = str(int(value)) if value else None
+            value = str(int(flat)) if flat.isdigit() else None
         elif self.kind == "percent":
             value = percent(flat.removesuffix("%"))
         else:
@@ -276,14 +282,11 @@ _PERCENT = re.compile(r"fail[_-]under\s*[=:]?\s*[\"']?(\d+(?:\.\d+)?)|(?<![\w.])
 _PHRASE = re.compile(r"[|\n\";]|\s-\s")
 
 
-def _spans(kind: ValueKind, value: ValueType, text: str) -> list[str]:
+def _spans(value: ValueType, text: str) -> list[str]:
     """The stretches of ``text`` that may state a value of ``value``'s type, in order."""
+    kind = value.kind
     if kind in ("choice", "tools"):
-        found = []
-        for spelling in value._spellings:
-            pattern = rf"(?<![\w.-]){re.escape(spelling)}(?![\w-])"
-            found += [(m.start(), m.group(0)) for m in re.finditer(pattern, text, re.IGNORECASE)]
-        return [span for _, span in sorted(found)]
+        return value._mentions.findall(text)
     if kind == "python-specifier":
         return [m.group(0) for m in _LOOSE_SPECIFIER.finditer(text)]
     if kind == "spdx":
@@ -301,7 +304,7 @@ def candidates(value: ValueType, text: str) -> list[str]:
     """The values of ``value``'s type that ``text`` states, each in the type's one spelling, in
     order of first mention (for a list of tools, each one and all of them together): what a
     reader of the note chooses among. None for free text, whose values are not told apart."""
-    found = [v for v in (value.normalise(span) for span in _spans(value.kind, value, text)) if v]
+    found = [v for v in (value.normalise(span) for span in _spans(value, text)) if v]
     if value.kind == "tools" and len(set(found)) > 1:
         found.append(listed(found) or "")
     return [v for v in dict.fromkeys(found) if v]

@@ -83,15 +83,19 @@ class ReadFrom:
 def slots_read(path: str | Path) -> list[ReadFrom]:
     """Where a catalog's slots are read (:func:`load_read_from`), or none for a catalog without
     ``read_from``: a catalog that names sources must name them right."""
-    data, _ = yaml_with_lines(catalog_file(path))
-    return load_read_from(path)[1] if isinstance(data, dict) and "read_from" in data else []
+    path = catalog_file(path)
+    data, lines = yaml_with_lines(path)
+    return parse_read_from(path, data, lines)[1] if isinstance(data, dict) and "read_from" in data else []
 
 
 def load_read_from(path: str | Path) -> tuple[Catalog, list[ReadFrom]]:
     """A catalog and, in its order, where each slot is read; a slot without a source, a source
     without a slot, an unknown reader or an empty file list is refused with its line."""
     path = catalog_file(path)
-    data, lines = yaml_with_lines(path)
+    return parse_read_from(path, *yaml_with_lines(path))
+
+
+def parse_read_from(path: Path, data: object, lines: dict[Path_, int]) -> tuple[Catalog, list[ReadFrom]]:
     catalog = parse_catalog(path, data, lines)
     table = data.get("read_from") if isinstance(data, dict) else None
     if not isinstance(table, dict) or not table:
