@@ -102,8 +102,8 @@ def test_the_git_commands_run_on_the_base_install(base: Path, tmp_path: Path) ->
     saved = tmp_path / "track" / "memory.json"
     shas = git(repo, "rev-list", "--reverse", "HEAD").split()
     save = (
-        "from memops.track import ProjectMemory; "
-        f"ProjectMemory(engine='learned', seen={shas!r}).save({str(saved)!r})"
+        "from memops.track import ProjectMemory; m = ProjectMemory(engine='learned'); "
+        f"[m.skip(sha, 'read') for sha in {shas!r}]; m.save({str(saved)!r})"
     )
     subprocess.run([str(base / "python"), "-c", save], check=True)
     tracked = memops(

@@ -139,7 +139,7 @@ def test_the_learned_memory_on_the_tiny_model(
         assert isinstance(mem.state.decide, LearnedDecide)
         real = mem.ops.backend
         mem.ops = LearnedOperators(FailsOnce(real))  # type: ignore[arg-type]
-        mem.state.decide = LearnedDecide(mem.ops, mem.failures)
+        mem.decide = LearnedDecide(mem.ops, mem.failures)
         failed = mem.add_note(
             "Switch the build backend to hatchling", "2026-03-08T17:38:00-07:00", commit="a684a36"
         )

@@ -2,9 +2,10 @@
 
 Each commit of the branch becomes a note (subject, body, touched files, when it landed); learned
 extraction reads it against the slot catalog and the engine writes what it says. The memory is
-kept in ``<out>/memory.json`` (default ``outputs/track/<repository name>-<its root commit>/``)
-after every commit, so an interrupted run resumes, and a second run reads only the commits it has
-not seen; one run at a time holds the folder. A commit that cannot be a note (dated in the
+an SQLite store, ``<out>/memory.db`` (default ``outputs/track/<repository name>-<its root
+commit>/``), each commit written in one transaction as it is read, so an interrupted run resumes,
+and a second run reads only the commits it has not seen; one run at a time holds the folder. Each
+run ends by exporting it to ``memory.json``. A commit that cannot be a note (dated in the
 future) is recorded as skipped, with why, and the run goes on. A history that was rewritten
 under it (a commit it read is no longer on the branch) is reported and refused; ``--reset``
 starts over. The state is printed and written as ``state.md`` and ``state.json``, every value
@@ -35,7 +36,8 @@ from memops.data.problems import DataError
 from memops.operators.backends import BackendError
 from memops.operators.learned import EXTRACT_MODES
 from memops.track.git import SINCE_HELP, check_revision, commits, identity, moment, note, on_branch
-from memops.track.memory import InputError, ProjectMemory, open_memory
+from memops.track.memory import InputError, ProjectMemory, open_memory, open_store
+from memops.track.store import Store
 
 
 def state_json(memory: ProjectMemory) -> dict[str, object]:
@@ -61,6 +63,20 @@ def state_json(memory: ProjectMemory) -> dict[str, object]:
             }
         )
     return {"commits": len(memory.seen), "keys": keys}
+
+
+def kept_store(out: Path, reset: bool) -> Store:
+    """``<out>/memory.db``, the memory each commit is written to as it is read; started afresh
+    with ``reset``, or from the ``memory.json`` an earlier memops kept there."""
+    db, exported = out / "memory.db", out / "memory.json"
+    if reset:
+        for path in (db, db.with_name("memory.db-wal"), db.with_name("memory.db-shm"), exported):
+            path.unlink(missing_ok=True)
+    earlier = ProjectMemory.load(exported) if exported.exists() and not db.exists() else None
+    store = open_store(db)
+    if earlier is not None:
+        store.load_state(earlier.state, earlier.seen, earlier.skipped)
+    return store
 
 
 def positive(text: str) -> int:
@@ -117,13 +133,13 @@ def main() -> None:
 
 
 def follow(args: argparse.Namespace, repo: Path, out: Path, adapters: Path) -> tuple[str, str]:
-    """Read the commits the saved memory has not, save after each, write the state files."""
-    saved = out / "memory.json"
+    """Read the commits the stored memory has not, each written as it is read, then write the
+    state files and the memory's JSON export."""
     history = commits(repo, args.branch, args.since, args.until)
     read_from = slots_read(args.catalog)
-    load = saved if saved.exists() and not args.reset else None
-    kept = ProjectMemory.load(load) if load else None  # read once: it answers when nothing is new
-    seen = kept.seen if kept else []
+    store = kept_store(out, args.reset)
+    kept = ProjectMemory(engine=args.engine, store=store)  # answers when nothing is new
+    seen = kept.seen
     if seen:
         on = on_branch(repo, args.branch)
         if gone := [sha for sha in seen if sha not in on]:
@@ -134,10 +150,10 @@ def follow(args: argparse.Namespace, repo: Path, out: Path, adapters: Path) -> t
     read = set(seen)
     new = [c for c in history if c.sha not in read]
     print(f"{repo.name}: {len(history)} commits on {args.branch}, {len(new)} new", flush=True)
-    # Nothing to read: the saved memory answers without its operators, and no model loads.
+    # Nothing to read: the stored memory answers without its operators, and no model loads.
     opened = (
         nullcontext(kept)
-        if kept and not new
+        if not new
         else open_memory(
             args.engine,
             adapters=adapters,
@@ -145,7 +161,7 @@ def follow(args: argparse.Namespace, repo: Path, out: Path, adapters: Path) -> t
             model=args.model,
             extract=args.extract,
             catalog=args.catalog,
-            load=load,
+            store=store,
             overrides=args.overrides,
             log=out / "serve.log",
         )
@@ -168,7 +184,7 @@ def follow(args: argparse.Namespace, repo: Path, out: Path, adapters: Path) -> t
                 if result.error:
                     failed += 1
                     tqdm.write(f"{commit.sha[:9]}: {result.error}", file=sys.stderr)
-            memory.save(saved)
+        saved = memory.save(out / "memory.json")
         rendered = memory.render(args.budget)
         write_atomic(out / "state.md", f"# {repo.name}\n\n{memory.render(10**9)}\n")
         write_atomic(out / "state.json", json.dumps(state_json(memory), indent=1) + "\n")
@@ -176,6 +192,6 @@ def follow(args: argparse.Namespace, repo: Path, out: Path, adapters: Path) -> t
     summary = (
         f"\n{len(new)} commits read: {said}; {failed} note(s) failed, {skipped} skipped "
         f"({len(memory.skipped)} in all, with why: {saved})\n"
-        f"state: {out / 'state.md'}, {out / 'state.json'}; memory: {saved}"
+        f"state: {out / 'state.md'}, {out / 'state.json'}; memory: {store.path} (exported to {saved})"
     )
     return rendered, summary

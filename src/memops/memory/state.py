@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
@@ -136,6 +136,52 @@ class Entry:
             if item.status is Status.CONFIRMED:
                 entry.current = item
         return entry
+
+
+def entry_dict(entry: Entry) -> dict[str, Any]:
+    """An entry as JSON data: its items in the order they were held, each with every claim that
+    supported it, and the index of the current one (the saved form of ``StateMemory.to_dict``)."""
+    return {
+        "key": entry.key._asdict(),
+        "current": entry.items.index(entry.current) if entry.current else None,
+        "items": [
+            {"status": item.status.value, "claims": [c.model_dump(mode="json") for c in item.claims]}
+            for item in entry.items
+        ],
+    }
+
+
+def entry_from_dict(raw: dict[str, Any], where: str) -> Entry:
+    """The entry ``entry_dict`` wrote, its invariants checked (``where`` names it in an error)."""
+    entry = Entry(Key(**raw["key"]))
+    for i, raw_item in enumerate(raw["items"]):
+        claims = [Claim.model_validate(c) for c in raw_item["claims"]]
+        if not claims:
+            raise ValueError(f"{where}.items[{i}]: no claims")
+        if stray := [c for c in claims if c.key != entry.key]:
+            raise ValueError(f"{where}.items[{i}]: a claim for {stray[0].key} in the entry {entry.key}")
+        item = Item(claims[0], Status(raw_item["status"]))
+        for claim in claims[1:]:
+            item.support(claim)
+        entry.items.append(item)
+        if item.status in (Status.CONFIRMED, Status.CONTESTED):
+            if item.norm_value in entry.live:
+                raise ValueError(f"{where}.items[{i}]: {item.value!r} is live twice")
+            entry.live[item.norm_value] = item
+    current = raw["current"]
+    if current is not None:
+        if type(current) is not int or not 0 <= current < len(entry.items):
+            raise ValueError(f"{where}.current: {current!r} is not an item index (0..{len(entry.items) - 1})")
+        if entry.items[current].status is not Status.CONFIRMED:
+            status = entry.items[current].status.value
+            raise ValueError(f"{where}.current: points at a {status} item, not a confirmed one")
+        entry.current = entry.items[current]
+    if (confirmed := sum(i.status is Status.CONFIRMED for i in entry.items)) != (current is not None):
+        raise ValueError(
+            f"{where}: {confirmed} confirmed item(s) with current={current!r}; "
+            "a key holds one confirmed item, its current value, or none"
+        )
+    return entry
 
 
 class Decision(NamedTuple):
@@ -323,6 +369,34 @@ class StateMemory:
         self._hold(entry, Item(claim, Status.PROPOSED), Status.CONTESTED)
         return Decision("contested", entry.key, claim, previous, why)
 
+    def settle(self, claim: Claim, reason: str) -> Decision:
+        """A person's verdict at a key (the store's ``resolve``): the claim's value, one the key
+        holds live, becomes current and every other live value is superseded. The claim joins that
+        value's support, and the verdict is a transition like any other, so the history keeps it."""
+        entry = self._entries.get(claim.key)
+        match = entry.live.get(claim.norm_value) if entry is not None else None
+        if entry is None or entry.current is None or match is None:
+            held = ", ".join(repr(i.value) for i in entry.live.values()) if entry else ""
+            raise ValueError(f"{claim.key} holds no live value {claim.value!r} (it holds: {held or 'none'})")
+        current = entry.current
+        for item in [i for i in entry.live.values() if i is not match]:
+            item.move(Status.SUPERSEDED)
+            del entry.live[item.norm_value]
+        match.support(claim)
+        if match is not current:
+            match.move(Status.CONFIRMED)
+            entry.current = match
+        self.transitions.append(
+            Transition(entry.key, current.value, match.value, None, claim.at, claim.evidence.source, reason)
+        )
+        action: Action = "merge" if match is current else "supersede"
+        return Decision(action, entry.key, claim, current.best, reason)
+
+    def adopt(self, entries: Iterable[Entry]) -> None:
+        """Hold entries read from a store, so that claims at their keys are decided against them."""
+        for entry in entries:
+            self._entries[entry.key] = entry
+
     @staticmethod
     def _hold(entry: Entry, item: Item, status: Status) -> None:
         item.move(status)
@@ -360,24 +434,9 @@ class StateMemory:
         return render(self, budget)
 
     def to_dict(self) -> dict[str, Any]:
-        entries = []
-        for entry in self.entries():
-            entries.append(
-                {
-                    "key": entry.key._asdict(),
-                    "current": entry.items.index(entry.current) if entry.current else None,
-                    "items": [
-                        {
-                            "status": item.status.value,
-                            "claims": [c.model_dump(mode="json") for c in item.claims],
-                        }
-                        for item in entry.items
-                    ],
-                }
-            )
         return {
             "version": JSON_VERSION,
-            "entries": entries,
+            "entries": [entry_dict(entry) for entry in self.entries()],
             "transitions": [t.to_dict() for t in self.transitions],
         }
 
@@ -404,40 +463,9 @@ class StateMemory:
             raise ValueError(f"{where}: {error['msg']}") from None
         mem = cls(judge=judge, decide=decide)
         for e, raw in enumerate(data["entries"]):
-            entry = Entry(Key(**raw["key"]))
+            entry = entry_from_dict(raw, f"entries[{e}]")
             if entry.key in mem._entries:
                 raise ValueError(f"entries[{e}]: a second entry for {entry.key}")
-            for i, raw_item in enumerate(raw["items"]):
-                claims = [Claim.model_validate(c) for c in raw_item["claims"]]
-                if not claims:
-                    raise ValueError(f"entries[{e}].items[{i}]: no claims")
-                if stray := [c for c in claims if c.key != entry.key]:
-                    raise ValueError(
-                        f"entries[{e}].items[{i}]: a claim for {stray[0].key} in the entry {entry.key}"
-                    )
-                item = Item(claims[0], Status(raw_item["status"]))
-                for claim in claims[1:]:
-                    item.support(claim)
-                entry.items.append(item)
-                if item.status in (Status.CONFIRMED, Status.CONTESTED):
-                    if item.norm_value in entry.live:
-                        raise ValueError(f"entries[{e}].items[{i}]: {item.value!r} is live twice")
-                    entry.live[item.norm_value] = item
-            current = raw["current"]
-            if current is not None:
-                if type(current) is not int or not 0 <= current < len(entry.items):
-                    raise ValueError(
-                        f"entries[{e}].current: {current!r} is not an item index (0..{len(entry.items) - 1})"
-                    )
-                if entry.items[current].status is not Status.CONFIRMED:
-                    status = entry.items[current].status.value
-                    raise ValueError(f"entries[{e}].current: points at a {status} item, not a confirmed one")
-                entry.current = entry.items[current]
-            if (confirmed := sum(i.status is Status.CONFIRMED for i in entry.items)) != (current is not None):
-                raise ValueError(
-                    f"entries[{e}]: {confirmed} confirmed item(s) with current={current!r}; "
-                    "a key holds one confirmed item, its current value, or none"
-                )
             mem._entries[entry.key] = entry
         mem.transitions = [Transition.from_dict(t) for t in data["transitions"]]
         for t, transition in enumerate(mem.transitions):

@@ -10,11 +10,12 @@ through extraction, then every claim through the engine, where the learned ``upd
 from __future__ import annotations
 
 import json
+import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,11 +24,13 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from memops.core.files import write_atomic
 from memops.core.records import Catalog, Note
 from memops.data.catalog import load_catalog
-from memops.memory import Claim, Decision, Key, StateMemory
+from memops.memory import Claim, Decision, Entry, Key, StateMemory, keep_current
 from memops.memory.claims import DEFAULT_BRANCH, DEFAULT_ENV, Timestamp
+from memops.memory.state import Decide, Judge
 from memops.operators.backends import BackendError
 from memops.operators.engine import MODES, LearnedDecide, LearnedJudge
 from memops.operators.learned import EXTRACT_MODES, ExtractMode, LearnedOperators
+from memops.track.store import DEFAULT_NAMESPACE, Store, StoreError
 
 SAVED_VERSION = 1
 
@@ -69,6 +72,11 @@ class KeyState:
     """The current value's best-supported claim: its evidence, commit and time."""
     contested: list[Claim]
 
+    @property
+    def key(self) -> Key:
+        """Where the value is held (with ``get``'s fallback, maybe the base branch)."""
+        return self.claim.key
+
 
 @dataclass(frozen=True)
 class Change:
@@ -83,35 +91,63 @@ class Change:
 
 @dataclass
 class ProjectMemory:
-    """The engine with its operators. ``engine``: ``symbolic`` (claims are given, the rules
-    decide), ``learned`` or ``hybrid`` (notes are read by learned extraction)."""
+    """The engine with its operators, over a store. ``engine``: ``symbolic`` (claims are given,
+    the rules decide), ``learned`` or ``hybrid`` (notes are read by learned extraction). ``store``
+    holds the state (``memory.store``): in this process by default, or an SQLite file that several
+    processes share, each note decided and written in one transaction."""
 
     engine: str = "symbolic"
     ops: LearnedOperators | None = None
     extract: ExtractMode = "two-stage-overlap"
     catalog: Catalog | None = None
-    state: StateMemory = field(default_factory=StateMemory)
+    store: Store = field(default_factory=Store)
     failures: Counter[str] = field(default_factory=Counter)
     """Answers of the learned decisions that did not parse, per operator (the engine then kept
     the claim contested)."""
-    seen: list[str] = field(default_factory=list)
-    """The ids of the notes fed so far, in order (``memops track`` keeps commit hashes here)."""
-    skipped: dict[str, str] = field(default_factory=dict)
-    """Notes read and refused (a date in the future, say), by id, with why: seen, never written."""
+    judge: Judge = field(default=keep_current, repr=False)
+    decide: Decide | None = field(default=None, repr=False)
+    """The operators the engine decides with: the rules' by default, the learned ones that
+    ``engine`` names when ``ops`` is given."""
 
     def __post_init__(self) -> None:
         if self.engine not in MODES:
             raise InputError(f"engine={self.engine!r}; expected one of {', '.join(MODES)}")
         if self.extract not in EXTRACT_MODES:
             raise InputError(f"extract={self.extract!r}; expected one of {', '.join(EXTRACT_MODES)}")
+        # A store keeps the catalog its notes were read against and the failures counted so far.
+        if self.catalog is None and (catalog := self.store.meta("catalog")) is not None:
+            self.catalog = Catalog.model_validate(catalog)
+        elif self.catalog is not None:
+            self.store.set_meta(catalog=self.catalog.model_dump(mode="json"))
+        self.failures.update(self.store.meta("failures") or {})
         # The engine's operators: a loaded state holds none (a file holds no code). Without
         # them a learned memory answers queries and refuses notes (``add_note``).
         if self.ops is None:
             return
         if self.engine == "learned":
-            self.state.decide = LearnedDecide(self.ops, self.failures)  # type: ignore[arg-type]
+            self.decide = LearnedDecide(self.ops, self.failures)  # type: ignore[assignment]
         elif self.engine == "hybrid":
-            self.state.judge = LearnedJudge(self.ops, self.failures)  # type: ignore[arg-type]
+            self.judge = LearnedJudge(self.ops, self.failures)  # type: ignore[assignment]
+
+    def _engine(self) -> StateMemory:
+        """An empty engine with this memory's operators; the store fills it with the entries a
+        write needs."""
+        return StateMemory(judge=self.judge, decide=self.decide)
+
+    @property
+    def state(self) -> StateMemory:
+        """The whole memory as the engine holds it, read from the store now."""
+        return self.store.state(self._engine())
+
+    @property
+    def seen(self) -> list[str]:
+        """The ids of the notes read so far, in order (``memops track`` keeps commit hashes here)."""
+        return self.store.seen()
+
+    @property
+    def skipped(self) -> dict[str, str]:
+        """Notes read and refused (a date in the future, say), by id, with why: seen, never written."""
+        return self.store.skipped()
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -136,7 +172,7 @@ class ProjectMemory:
                 f"engine={self.engine} reads notes with learned operators: open it with adapters "
                 "(open_memory); loaded without them, it answers queries only"
             )
-        note_id = note_id or commit or f"note-{len(self.seen) + 1}"
+        note_id = note_id or commit or f"note-{uuid.uuid4().hex[:12]}"
         check_input(note_id, text=text, title=title, commit=commit, files=files, branch=branch, env=env)
         if claims is not None and (
             isinstance(claims, str | bytes | dict) or not isinstance(claims, Sequence)
@@ -154,7 +190,7 @@ class ProjectMemory:
         else:
             read = self._read(note, catalog or self.catalog)
             if isinstance(read, str):
-                self.seen.append(note.id)
+                self.store.skip(note.id, read)
                 return NoteResult(note, [], [], read)
             written = read
         if branch or env:
@@ -163,15 +199,15 @@ class ProjectMemory:
                 written = [Claim.model_validate({**c.model_dump(), **scope}) for c in written]
             except ValidationError as exc:
                 raise InputError(f"note {note_id}: {field_of(exc)}") from exc
-        decisions = [self.state.apply(c) for c in written]
-        self.seen.append(note.id)
-        return NoteResult(note, written, decisions)
+        decisions, made = self.store.write_note(note, written, self._engine())
+        if made and self.failures:
+            self.store.set_meta(failures=dict(self.failures))
+        return NoteResult(note, [d.claim for d in decisions], decisions)
 
     def skip(self, note_id: str, reason: str) -> None:
         """Record a note that was read and refused, so the memory goes on past it and a rerun
         does not read it again."""
-        self.seen.append(note_id)
-        self.skipped[note_id] = reason
+        self.store.skip(note_id, reason)
 
     def _claim(self, given: Claim | dict[str, Any], note: Note, i: int) -> Claim:
         if isinstance(given, Claim):
@@ -206,49 +242,142 @@ class ProjectMemory:
     # -- reading ----------------------------------------------------------------------------
 
     def get(
-        self, entity: str, slot: str, branch: str = DEFAULT_BRANCH, env: str = DEFAULT_ENV
+        self,
+        entity: str,
+        slot: str,
+        branch: str = DEFAULT_BRANCH,
+        env: str = DEFAULT_ENV,
+        *,
+        base: str | None = DEFAULT_BRANCH,
     ) -> KeyState | None:
-        """The current value at a key and its status, or None when the memory holds none."""
-        current = self.state.current(entity, slot, branch, env)
-        if current is None:
-            return None
-        contested = self.state.contested(entity, slot, branch, env)
-        status = "contested" if contested else "current"
-        return KeyState(current.value, status, current, contested)
+        """The current value at a key and its status, or None when the memory holds none. A
+        branch without a value of its own answers with its ``base``'s (``base=None``: no
+        fallback); the answer's ``key`` says which branch it came from."""
+        entry = self.store.entry(Key(entity, slot, branch, env))
+        if entry is None and base is not None and branch != base:
+            entry = self.store.entry(Key(entity, slot, base, env))
+        return key_state(entry)
+
+    def keys(self, entity: str | None = None, **scope: str) -> list[KeyState]:
+        """Every key with a current value, in key order: of one ``entity``, and of a ``slot``,
+        ``branch`` or ``env`` if named."""
+        unknown = set(scope) - {"slot", "branch", "env"}
+        if unknown:
+            raise InputError(
+                f"keys: unknown field(s) {', '.join(sorted(unknown))}; expected slot, branch, env"
+            )
+        return [s for e in self.store.entries(entity, **scope) if (s := key_state(e)) is not None]
+
+    def snapshot(
+        self, branch: str = DEFAULT_BRANCH, env: str = DEFAULT_ENV, at: str | datetime | None = None
+    ) -> dict[str, str]:
+        """Every slot's value on a branch and in an environment (``entity.slot`` -> value), as
+        held at ``at`` or now; a slot the branch has no value of its own for has its base's
+        (the default branch)."""
+        when = None if at is None else timestamp(at, "snapshot")
+        out: dict[str, str] = {}
+        for scope in dict.fromkeys([DEFAULT_BRANCH, branch]):  # the branch's own values last: they win
+            for entry in self.store.entries(branch=scope, env=env):
+                value = key_state(entry).value if when is None else self._value_at(entry, when)
+                if value is not None:
+                    out[f"{entry.key.entity}.{entry.key.slot}"] = value
+        return dict(sorted(out.items()))
+
+    def contested(self) -> list[KeyState]:
+        """The keys that hold values beside their current one, in key order."""
+        return [s for e in self.store.entries(contested=True) if (s := key_state(e)) is not None]
+
+    def find(self, text: str, limit: int = 20) -> list[KeyState]:
+        """The keys whose names or values (current, contested or superseded) hold every word of
+        ``text``, best match first."""
+        found = (key_state(self.store.entry(key)) for key in self.store.find(text, limit))
+        return [s for s in found if s is not None]
 
     def history(
         self, entity: str, slot: str, branch: str = DEFAULT_BRANCH, env: str = DEFAULT_ENV
     ) -> list[Change]:
         """The values the key took, in the order they were written: its first value, then every
-        supersede (rollbacks and restores included)."""
-        entry = self.state.entry(Key(entity, slot, branch, env))
-        if entry is None or not entry.items:
+        supersede (rollbacks, restores and a person's verdicts included)."""
+        entry = self.store.entry(Key(entity, slot, branch, env))
+        return [] if entry is None else self._changes(entry)
+
+    def _changes(self, entry: Entry) -> list[Change]:
+        if not entry.items:
             return []
         first = entry.items[0].claims[0]
         changes = [Change(first.at, first.value, first.evidence.commit, first.evidence.source, "first value")]
-        for t in self.state.transitions:
-            if t.key == entry.key:
-                changes.append(Change(t.at, t.new, t.commit, t.source, t.reason))
+        for t in self.store.transitions(entry.key):
+            changes.append(Change(t.at, t.new, t.commit, t.source, t.reason))
         return changes
 
     def value_at(
         self, entity: str, slot: str, at: str | datetime, branch: str = DEFAULT_BRANCH, env: str = DEFAULT_ENV
     ) -> str | None:
         """The value the key held at a time: the last change dated at or before it."""
-        try:
-            when = TypeAdapter(Timestamp).validate_python(at)
-        except ValidationError as exc:
-            raise InputError(f"value_at: at={at!r}: {field_of(exc)}") from exc
-        held = [c.value for c in self.history(entity, slot, branch, env) if c.at <= when]
+        entry = self.store.entry(Key(entity, slot, branch, env))
+        return None if entry is None else self._value_at(entry, timestamp(at, "value_at"))
+
+    def _value_at(self, entry: Entry, when: datetime) -> str | None:
+        held = [c.value for c in self._changes(entry) if c.at <= when]
         return held[-1] if held else None
 
     def render(self, budget: int = 1700) -> str:
         return self.state.render(budget)
 
+    # -- corrections --------------------------------------------------------------------------
+
+    def retract(self, note_id: str, reason: str) -> list[Key]:
+        """Take a note back: each key it wrote to is decided again from the claims that remain
+        there, in the order they came. The keys it touched."""
+        try:
+            return self.store.retract(note_id, reason, self._engine)
+        except StoreError as exc:
+            raise InputError(str(exc)) from None
+
+    def resolve(
+        self,
+        entity: str,
+        slot: str,
+        value: str,
+        *,
+        by: str,
+        reason: str,
+        branch: str = DEFAULT_BRANCH,
+        env: str = DEFAULT_ENV,
+    ) -> Decision:
+        """A person settles a key on one of the values it holds (current or contested): that
+        value is current, the others superseded, and the verdict is in the key's history."""
+        try:
+            claim = Claim.model_validate(
+                {
+                    "entity": entity,
+                    "slot": slot,
+                    "value": value,
+                    "branch": branch,
+                    "env": env,
+                    "evidence": {"type": "human-note", "source": f"resolve:{by}"},
+                    "at": datetime.now(UTC),
+                }
+            )
+        except ValidationError as exc:
+            raise InputError(f"resolve: {field_of(exc)}") from exc
+        try:
+            return self.store.resolve(claim, by, reason, self._engine())
+        except StoreError as exc:
+            raise InputError(str(exc)) from None
+
+    def drop_scope(self, branch: str, env: str | None = None, reason: str = "dropped") -> int:
+        """Forget a branch (a merged or abandoned one), in one environment or all: the number of
+        keys dropped."""
+        try:
+            return self.store.drop_scope(branch, env, reason)
+        except StoreError as exc:
+            raise InputError(str(exc)) from None
+
     # -- saving -----------------------------------------------------------------------------
 
     def save(self, path: str | Path) -> Path:
-        """Write the memory to ``path`` atomically: a crash leaves the old file or the new one."""
+        """Export the memory to a JSON file, atomically: a crash leaves the old file or the new one."""
         data = {
             "version": SAVED_VERSION,
             "engine": self.engine,
@@ -263,10 +392,13 @@ class ProjectMemory:
         return write_atomic(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n")
 
     @classmethod
-    def load(cls, path: str | Path, ops: LearnedOperators | None = None) -> ProjectMemory:
-        """A saved memory, driven again by the operators it was saved with (``ops`` for a
-        learned or hybrid one; without them it answers queries but reads no note, so a look at
-        the state loads no model)."""
+    def load(
+        cls, path: str | Path, ops: LearnedOperators | None = None, store: Store | None = None
+    ) -> ProjectMemory:
+        """A memory exported by ``save``, imported into ``store`` (a new one in this process by
+        default) and driven again by the operators it was saved with (``ops`` for a learned or
+        hybrid one; without them it answers queries but reads no note, so a look at the state
+        loads no model)."""
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
             saved = SavedMemory.model_validate(data)
@@ -276,16 +408,36 @@ class ProjectMemory:
             raise InputError(f"{path}: not a saved memory ({field_of(exc)})") from exc
         except (OSError, ValueError, RecursionError) as exc:
             raise InputError(f"{path}: not a saved memory ({exc.__class__.__name__}: {exc})") from exc
+        store = store or Store()
+        try:
+            store.load_state(state, saved.seen, saved.skipped)
+        except StoreError as exc:
+            raise InputError(str(exc)) from None
         return cls(
             engine=saved.engine,
             ops=ops,
             extract=saved.extract,
             catalog=catalog,
-            state=state,
+            store=store,
             failures=Counter(saved.failures),
-            seen=saved.seen,
-            skipped=saved.skipped,
         )
+
+
+def key_state(entry: Entry | None) -> KeyState | None:
+    """What a query answers for a key: its current value and status, or None without one."""
+    if entry is None or entry.current is None:
+        return None
+    contested = [item.best for item in entry.contested()]
+    return KeyState(
+        entry.current.value, "contested" if contested else "current", entry.current.best, contested
+    )
+
+
+def timestamp(at: str | datetime, where: str) -> datetime:
+    try:
+        return TypeAdapter(Timestamp).validate_python(at)
+    except ValidationError as exc:
+        raise InputError(f"{where}: at={at!r}: {field_of(exc)}") from exc
 
 
 class SavedMemory(BaseModel):
@@ -330,6 +482,8 @@ def open_memory(
     model: str = "tiny",
     extract: ExtractMode = "two-stage-overlap",
     catalog: Catalog | str | Path | None = None,
+    store: str | Path | Store | None = None,
+    namespace: str = DEFAULT_NAMESPACE,
     load: str | Path | None = None,
     overrides: Sequence[str] = (),
     log: str | Path = "outputs/logs/memory-serve.log",
@@ -338,12 +492,15 @@ def open_memory(
     ``learned`` and ``hybrid`` start ``backend`` (``hf`` in this process, ``vllm`` as a server
     from ``.venv-serve``) on ``model`` with the adapters in ``adapters`` (a folder holding
     ``extract/``, ``compare/``, ``update/`` and, for the two-stage modes, ``extract-stages/``),
-    and stop it on exit. ``load`` continues a saved memory; ``overrides`` are Hydra overrides of
-    the model and backend (``model.path=...``, ``backend.batch_size=16``)."""
+    and stop it on exit. ``store`` is where the state lives: ``sqlite:///memory.db`` (or a path)
+    for a file that survives the process and that several processes share, in ``namespace``; in
+    this process by default. ``load`` imports a memory ``save`` exported; ``overrides`` are Hydra
+    overrides of the model and backend (``model.path=...``, ``backend.batch_size=16``)."""
     if isinstance(catalog, str | Path):
         catalog = load_catalog(catalog)
+    held = open_store(store, namespace)
     if engine == "symbolic":
-        yield ProjectMemory.load(load) if load else ProjectMemory(catalog=catalog)
+        yield ProjectMemory.load(load, store=held) if load else ProjectMemory(catalog=catalog, store=held)
         return
     import memops.eval.config  # noqa: F401  (registers the replay config's schema, whose model and backend groups this uses)
     from memops.core.config import compose_config
@@ -358,8 +515,18 @@ def open_memory(
     with open_backend(cfg.backend, cfg.model, adapters, [], Path(log), needs) as served:
         ops = LearnedOperators(served)
         if load:
-            memory = ProjectMemory.load(load, ops)
+            memory = ProjectMemory.load(load, ops, store=held)
             memory.catalog = catalog or memory.catalog
         else:
-            memory = ProjectMemory(engine=engine, ops=ops, extract=extract, catalog=catalog)
+            memory = ProjectMemory(engine=engine, ops=ops, extract=extract, catalog=catalog, store=held)
         yield memory
+
+
+def open_store(store: str | Path | Store | None, namespace: str = DEFAULT_NAMESPACE) -> Store:
+    """The store a URL or path names (``None``: one in this process), its errors as ``InputError``."""
+    if isinstance(store, Store):
+        return store
+    try:
+        return Store(store or ":memory:", namespace)
+    except StoreError as exc:
+        raise InputError(str(exc)) from None

@@ -1,0 +1,225 @@
+"""The memory in an SQLite store: it survives the process, answers queries, takes corrections, keeps
+namespaces apart, and two processes writing to one file lose no update and decide no note twice."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from memops import open_memory
+from memops.track import InputError, ProjectMemory
+from memops.track.store import Store
+
+
+def claim(slot: str, value: str, kind: str = "code-change", **scope: str) -> dict[str, object]:
+    commit = "a684a36" if kind == "code-change" else None
+    return {
+        "entity": "database",
+        "slot": slot,
+        "value": value,
+        "evidence": {"type": kind, "commit": commit},
+        **scope,
+    }
+
+
+def fill(mem: ProjectMemory) -> None:
+    mem.add_note(
+        "Move to PostgreSQL 15",
+        "2026-03-08T10:00:00Z",
+        note_id="n1",
+        claims=[claim("engine", "PostgreSQL 15")],
+    )
+    mem.add_note("Pool of 20", "2026-03-08T11:00:00Z", note_id="n2", claims=[claim("pool_size", "20")])
+    mem.add_note(
+        "We run MySQL",
+        "2026-03-09T10:00:00Z",
+        note_id="n3",
+        claims=[claim("engine", "MySQL 8", "human-note")],
+    )
+    mem.add_note(
+        "Upgrade to 16", "2026-04-02T10:00:00Z", note_id="n4", claims=[claim("engine", "PostgreSQL 16")]
+    )
+    mem.add_note(
+        "Try a pool of 50 on the branch",
+        "2026-04-03T10:00:00Z",
+        note_id="n5",
+        branch="pool-experiment",
+        claims=[claim("pool_size", "50", "branch-experiment")],
+    )
+
+
+def test_a_store_file_outlives_its_process_and_answers_every_query(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    with open_memory(store=f"sqlite:///{db}") as mem:
+        fill(mem)
+    again = ProjectMemory(store=Store(db))
+    assert again.seen == ["n1", "n2", "n3", "n4", "n5"]
+    engine = again.get("database", "engine")
+    assert (engine.value, engine.status, [c.value for c in engine.contested]) == (
+        "PostgreSQL 16",
+        "contested",
+        ["MySQL 8"],
+    )
+    assert [s.key.slot for s in again.keys("database", branch="main")] == ["engine", "pool_size"]
+    assert [str(s.key) for s in again.contested()] == ["database.engine [main/production]"]
+    # A branch answers with its own value where it has one, its base's elsewhere.
+    assert again.snapshot("pool-experiment") == {
+        "database.engine": "PostgreSQL 16",
+        "database.pool_size": "50",
+    }
+    assert again.get("database", "engine", branch="pool-experiment").key.branch == "main"
+    assert again.get("database", "engine", branch="pool-experiment", base=None) is None
+    assert again.snapshot(at="2026-03-20T00:00:00Z") == {
+        "database.engine": "PostgreSQL 15",
+        "database.pool_size": "20",
+    }
+    assert [s.value for s in again.find("mysql")] == ["PostgreSQL 16"]  # a contested value finds its key
+    assert [s.key.slot for s in again.find("pool size")] == ["pool_size", "pool_size"]  # main and the branch
+    assert again.find("") == [] and again.find('"unbalanced') == []
+    assert [c.value for c in again.history("database", "engine")] == ["PostgreSQL 15", "PostgreSQL 16"]
+
+
+def test_a_note_already_in_the_store_is_not_decided_again(tmp_path: Path) -> None:
+    mem = ProjectMemory(store=Store(tmp_path / "m.db"))
+    first = mem.add_note("x", "2026-03-08T10:00:00Z", note_id="n1", claims=[claim("engine", "PostgreSQL 15")])
+    again = mem.add_note("x", "2026-03-08T10:00:00Z", note_id="n1", claims=[claim("engine", "MySQL 8")])
+    assert again.decisions == first.decisions and mem.get("database", "engine").value == "PostgreSQL 15"
+    assert mem.seen == ["n1"]
+
+
+def test_a_retracted_note_is_taken_back_and_its_keys_decided_again(tmp_path: Path) -> None:
+    mem = ProjectMemory(store=Store(tmp_path / "m.db"))
+    fill(mem)
+    assert mem.retract("n4", "the upgrade was reverted") == [("database", "engine", "main", "production")]
+    engine = mem.get("database", "engine")
+    assert (engine.value, [c.value for c in engine.contested]) == ("PostgreSQL 15", ["MySQL 8"])
+    assert [c.value for c in mem.history("database", "engine")] == ["PostgreSQL 15"]
+    assert mem.find("16") == []
+    with pytest.raises(InputError, match="already retracted"):
+        mem.retract("n4", "twice")
+    with pytest.raises(InputError, match="no note 'n9'"):
+        mem.retract("n9", "never written")
+    mem.retract("n1", "wrong repository")  # the value the rules then keep is the human note's
+    assert mem.get("database", "engine").value == "MySQL 8" and mem.contested() == []
+
+
+def test_a_person_resolves_a_contested_key_and_the_history_keeps_it(tmp_path: Path) -> None:
+    mem = ProjectMemory(store=Store(tmp_path / "m.db"))
+    fill(mem)
+    decision = mem.resolve("database", "engine", "mysql 8", by="alice", reason="prod still runs MySQL")
+    assert decision.action == "supersede"
+    engine = mem.get("database", "engine")
+    assert (engine.value, engine.status, engine.contested) == ("MySQL 8", "current", [])
+    last = mem.history("database", "engine")[-1]
+    assert (last.value, last.source, last.reason) == (
+        "MySQL 8",
+        "resolve:alice",
+        "resolved by alice: prod still runs MySQL",
+    )
+    with pytest.raises(InputError, match="holds no live value 'Oracle'"):
+        mem.resolve("database", "engine", "Oracle", by="bob", reason="guess")
+    # A later retraction decides the key again with the verdict in its place.
+    mem.retract("n3", "not about this service")
+    assert mem.get("database", "engine").value == "PostgreSQL 16"
+    assert [c.kind for c in mem.store.corrections()] == ["resolve", "retract"]
+
+
+def test_a_dropped_branch_is_forgotten_and_main_is_kept(tmp_path: Path) -> None:
+    mem = ProjectMemory(store=Store(tmp_path / "m.db"))
+    fill(mem)
+    assert mem.drop_scope("pool-experiment", reason="merged") == 1
+    assert mem.snapshot("pool-experiment") == {"database.engine": "PostgreSQL 16", "database.pool_size": "20"}
+    assert [s.key.branch for s in mem.find("pool")] == ["main"]
+    with pytest.raises(InputError, match="base of every branch"):
+        mem.drop_scope("main")
+
+
+def test_namespaces_share_a_file_and_nothing_else(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    first = ProjectMemory(store=Store(db, namespace="repo-a"))
+    fill(first)
+    other = ProjectMemory(store=Store(db, namespace="repo-b"))
+    assert other.seen == [] and other.keys() == [] and other.find("postgresql") == []
+    other.add_note("x", "2026-03-08T10:00:00Z", note_id="n1", claims=[claim("engine", "SQLite")])
+    assert first.get("database", "engine").value == "PostgreSQL 16"
+
+
+def test_a_json_export_imports_into_a_store_and_bad_stores_are_one_line(tmp_path: Path) -> None:
+    mem = ProjectMemory()
+    fill(mem)
+    path = mem.save(tmp_path / "memory.json")
+    store = Store(tmp_path / "m.db")
+    loaded = ProjectMemory.load(path, store=store)
+    assert loaded.state == mem.state and loaded.seen == mem.seen
+    # A note written after the import is retracted against the imported claims.
+    loaded.add_note("17", "2026-05-01T10:00:00Z", note_id="n6", claims=[claim("engine", "PostgreSQL 17")])
+    assert loaded.retract("n6", "not yet") and loaded.get("database", "engine").value == "PostgreSQL 16"
+    assert loaded.get("database", "engine").status == "contested"
+    with pytest.raises(InputError, match="already holds notes"):
+        ProjectMemory.load(path, store=store)
+    (tmp_path / "junk.db").write_bytes(b"not a database at all" * 100)
+    for url, error in (
+        (tmp_path / "junk.db", "not a memops store"),
+        (tmp_path, "a folder, not a database file"),
+        ("postgresql://localhost/db", "only SQLite stores"),
+    ):
+        with pytest.raises(InputError, match=error), open_memory(store=url):
+            pass
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from memops import open_memory
+
+    db, prefix, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    kinds = ["code-change", "human-note", "config-observation", "runtime-observation"]
+    with open_memory(store=db) as mem:
+        for i in range(count):
+            offset = "+00:00" if prefix == "a" else "+01:00"
+            at = f"2026-03-{1 + i % 28:02d}T{i % 24:02d}:{(i * 7) % 60:02d}:00{offset}"
+            mem.add_note(
+                f"note {prefix}{i}",
+                at,
+                note_id=f"{prefix}-{i}",
+                claims=[
+                    {"entity": "service", "slot": f"s{i % 7}", "value": f"{prefix}{i % 5}",
+                     "evidence": {"type": kinds[i % 4]}},
+                    {"entity": prefix, "slot": f"own{i % 3}", "value": str(i),
+                     "evidence": {"type": "human-note"}},
+                ],
+            )
+    """
+)
+
+
+def test_two_processes_writing_one_store_lose_no_update(tmp_path: Path) -> None:
+    """500 notes each, at once, to one SQLite file. The engine's outcome depends on the order
+    notes come in, so the check is serializability: replayed one by one in the order the store
+    committed them, the notes give exactly the state the two writers left, and every note's two
+    claims were decided once."""
+    db = tmp_path / "together.db"
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(db), prefix, "500"], stderr=subprocess.PIPE)
+        for prefix in ("a", "b")
+    ]
+    for w in writers:
+        assert w.wait(timeout=600) == 0, w.stderr.read().decode()[-2000:]
+    together = ProjectMemory(store=Store(db))
+    written = together.store.claims()
+    notes = list(dict.fromkeys(note for note, _ in written))
+    assert len(notes) == 1000 and sorted(notes) == sorted(together.seen)
+    switches = sum(x[0] != y[0] for x, y in itertools.pairwise(notes))
+    assert switches >= 2, switches  # each wrote while the other was writing
+    serial = ProjectMemory()
+    for note in notes:
+        serial.add_note(
+            note, "2026-03-01T00:00:00Z", note_id=note, claims=[c for n, c in written if n == note]
+        )
+    assert serial.state == together.state
+    assert all(len(together.store.decisions(note)) == 2 for note in notes)
