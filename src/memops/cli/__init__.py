@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export-commits": ("export_commits", "export a trajectory's commit metadata from a git checkout"),
     "mine": ("mine", "mine a trajectory from a git repository: facts read from its own files"),
     "track": ("track", "the memory of a git repository's history, read by learned extraction"),
+    "serve": ("serve", "the memory behind HTTP: notes in, state, history and corrections out"),
     "engine-demo": ("engine_demo", "the symbolic engine alone on a built-in history"),
 }
 

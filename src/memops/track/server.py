@@ -1,0 +1,190 @@
+"""The memory behind HTTP (FastAPI): an agent in another process or language reads and writes
+project state through the same calls ``ProjectMemory`` offers.
+
+Every route but the OpenAPI pages needs ``Authorization: Bearer <key>``. Writes go one at a time
+in this process (the operators are not shared between threads); across processes the store's
+transactions keep them apart. Bad input is a 422 whose ``detail`` names the field.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from memops.memory import Claim, Decision
+from memops.memory.claims import DEFAULT_BRANCH, DEFAULT_ENV
+from memops.track.memory import Change, InputError, KeyState, ProjectMemory
+
+
+class NoteIn(BaseModel):
+    text: str
+    at: datetime | str
+    title: str | None = None
+    commit: str | None = None
+    files: list[str] = []
+    branch: str | None = None
+    env: str | None = None
+    id: str | None = None
+    claims: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="the note's claims, given; without them the memory's extraction reads the note",
+    )
+
+
+class RetractIn(BaseModel):
+    note_id: str
+    reason: str
+
+
+class ResolveIn(BaseModel):
+    entity: str
+    slot: str
+    value: str
+    by: str
+    reason: str
+    branch: str = DEFAULT_BRANCH
+    env: str = DEFAULT_ENV
+
+
+class DropIn(BaseModel):
+    branch: str
+    env: str | None = None
+    reason: str = "dropped"
+
+
+def claim_json(claim: Claim) -> dict[str, Any]:
+    return claim.model_dump(mode="json")
+
+
+def key_json(state: KeyState) -> dict[str, Any]:
+    key = state.key
+    return {
+        "entity": key.entity,
+        "slot": key.slot,
+        "branch": key.branch,
+        "env": key.env,
+        "value": state.value,
+        "status": state.status,
+        "claim": claim_json(state.claim),
+        "contested": [claim_json(c) for c in state.contested],
+    }
+
+
+def decision_json(d: Decision) -> dict[str, Any]:
+    return {
+        "action": d.action,
+        "key": d.key._asdict(),
+        "value": d.claim.value,
+        "previous": d.previous.value if d.previous else None,
+        "reason": d.reason,
+    }
+
+
+def change_json(c: Change) -> dict[str, Any]:
+    return {**asdict(c), "at": c.at.isoformat()}
+
+
+def make_app(memory: ProjectMemory, api_key: str) -> FastAPI:
+    """The routes over ``memory``; every one needs ``api_key`` as a bearer token."""
+    if not api_key:
+        raise ValueError("the server needs an API key")
+    writing = threading.Lock()
+
+    def authorised(request: Request) -> None:
+        given = request.headers.get("authorization", "")
+        if not secrets.compare_digest(given.encode(), f"Bearer {api_key}".encode()):
+            raise HTTPException(401, "a bearer token is needed: Authorization: Bearer <key>")
+
+    app = FastAPI(
+        title="memops memory",
+        description="A conflict-aware project-state memory: notes in, current state out.",
+        dependencies=[Depends(authorised)],
+    )
+
+    @app.exception_handler(InputError)
+    async def refused(request: Request, exc: InputError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=422)
+
+    @app.post("/notes")
+    def add_note(note: NoteIn) -> dict[str, Any]:
+        with writing:
+            result = memory.add_note(
+                note.text,
+                note.at,
+                title=note.title,
+                commit=note.commit,
+                files=note.files,
+                branch=note.branch,
+                env=note.env,
+                note_id=note.id,
+                claims=note.claims,
+            )
+        return {
+            "note": result.note.id,
+            "decisions": [decision_json(d) for d in result.decisions],
+            "error": result.error,
+        }
+
+    @app.get("/keys")
+    def keys(
+        entity: str | None = None, slot: str | None = None, branch: str | None = None, env: str | None = None
+    ) -> list[dict[str, Any]]:
+        scope = {k: v for k, v in (("slot", slot), ("branch", branch), ("env", env)) if v is not None}
+        return [key_json(s) for s in memory.keys(entity, **scope)]
+
+    @app.get("/keys/{entity}/{slot}")
+    def key(entity: str, slot: str, branch: str = DEFAULT_BRANCH, env: str = DEFAULT_ENV) -> dict[str, Any]:
+        state = memory.get(entity, slot, branch, env)
+        if state is None:
+            raise HTTPException(404, f"no value at {entity}.{slot} [{branch}/{env}] or its base")
+        held = state.key
+        history = memory.history(held.entity, held.slot, held.branch, held.env)
+        return {**key_json(state), "history": [change_json(c) for c in history]}
+
+    @app.get("/snapshot")
+    def snapshot(
+        branch: str = DEFAULT_BRANCH, env: str = DEFAULT_ENV, at: str | None = None
+    ) -> dict[str, str]:
+        return memory.snapshot(branch, env, at)
+
+    @app.get("/contested")
+    def contested() -> list[dict[str, Any]]:
+        return [key_json(s) for s in memory.contested()]
+
+    @app.get("/find")
+    def find(q: str, limit: int = 20) -> list[dict[str, Any]]:
+        return [key_json(s) for s in memory.find(q, limit)]
+
+    @app.post("/retract")
+    def retract(body: RetractIn) -> dict[str, Any]:
+        with writing:
+            keys = memory.retract(body.note_id, body.reason)
+        return {"keys": [k._asdict() for k in keys]}
+
+    @app.post("/resolve")
+    def resolve(body: ResolveIn) -> dict[str, Any]:
+        with writing:
+            decision = memory.resolve(
+                body.entity,
+                body.slot,
+                body.value,
+                by=body.by,
+                reason=body.reason,
+                branch=body.branch,
+                env=body.env,
+            )
+        return decision_json(decision)
+
+    @app.post("/drop-scope")
+    def drop_scope(body: DropIn) -> dict[str, int]:
+        with writing:
+            return {"dropped": memory.drop_scope(body.branch, body.env, body.reason)}
+
+    return app
