@@ -63,7 +63,7 @@ def test_unknown_evidence_type_is_named_in_the_error() -> None:
         ("entity", "Database", "entity"),
         ("slot", "engine version", "slot"),
         ("value", "  ...  ", "empty after normalisation"),
-        ("env", "prod", "env"),
+        ("env", "two words", "env"),
         ("branch", "has space", "branch"),
         ("at", "2026-03-08T17:38:00", "UTC offset"),
         ("at", "yesterday", "at"),

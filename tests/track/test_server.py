@@ -97,3 +97,55 @@ def test_a_call_without_the_key_or_with_bad_input_is_refused(server: httpx.Clien
     assert server.post("/retract", json={"note_id": "n9", "reason": "x"}).status_code == 422
     assert server.get("/keys").json() == []  # nothing refused was written
     assert server.get("/openapi.json").json()["info"]["title"] == "memops memory"
+
+
+def test_the_mcp_server_lists_and_calls_its_tools_with_the_sdks_client(tmp_path: Path) -> None:
+    """``memops serve --mcp`` launched as an agent launches it, over stdio, by ``mcp.Client``."""
+    import asyncio
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "memops", "serve", "--mcp", "--store", str(tmp_path / "m.db")]
+    )
+
+    def answer(result) -> object:
+        assert not result.is_error, result.content
+        return result.structured_content
+
+    async def session() -> None:
+        async with Client(params) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert names == {
+                "add_note",
+                "snapshot",
+                "keys",
+                "get_key",
+                "contested",
+                "find",
+                "retract",
+                "resolve",
+            }
+            for n in (
+                note("n1", "PostgreSQL 15", "code-change", "2026-03-08T10:00:00Z"),
+                note("n2", "MySQL 8", "human-note", "2026-03-09T10:00:00Z"),
+            ):
+                args = {"text": n["text"], "at": n["at"], "note_id": n["id"], "claims": n["claims"]}
+                answer(await client.call_tool("add_note", args))
+            assert answer(await client.call_tool("snapshot", {})) == {"database.engine": "PostgreSQL 15"}
+            contested = answer(await client.call_tool("contested", {}))["result"]  # a list comes wrapped
+            assert [k["value"] for k in contested] == ["PostgreSQL 15"]
+            got = answer(await client.call_tool("get_key", {"entity": "database", "slot": "engine"}))
+            assert got["status"] == "contested" and got["history"][0]["value"] == "PostgreSQL 15"
+            bad = await client.call_tool(
+                "add_note", {"text": "x", "at": "2099-01-01T00:00:00Z", "claims": []}
+            )
+            assert bad.is_error and "future" in bad.content[0].text
+            resolved = await client.call_tool(
+                "resolve",
+                {"entity": "database", "slot": "engine", "value": "MySQL 8", "by": "agent", "reason": "prod"},
+            )
+            assert answer(resolved)["action"] == "supersede"
+
+    asyncio.run(session())

@@ -223,3 +223,42 @@ def test_two_processes_writing_one_store_lose_no_update(tmp_path: Path) -> None:
         )
     assert serial.state == together.state
     assert all(len(together.store.decisions(note)) == 2 for note in notes)
+
+
+def test_the_async_calls_write_one_at_a_time_and_answer_as_the_memory_does(tmp_path: Path) -> None:
+    import asyncio
+
+    from memops.track import AsyncProjectMemory
+
+    memory = ProjectMemory(store=Store(tmp_path / "m.db"))
+
+    async def session() -> None:
+        mem = AsyncProjectMemory(memory)
+        values = [f"PostgreSQL {n}" for n in range(10, 30)]
+        await asyncio.gather(
+            *(
+                mem.add_note(
+                    v, f"2026-03-{i + 1:02d}T10:00:00Z", note_id=f"n{i}", claims=[claim("engine", v)]
+                )
+                for i, v in enumerate(values)
+            )
+        )
+        assert (
+            await mem.get("database", "engine")
+        ).value == "PostgreSQL 29"  # the latest, whatever the order
+        assert await mem.snapshot() == memory.snapshot()
+        assert len(await mem.history("database", "engine")) >= 2
+        await mem.retract("n19", "reverted")
+        assert await mem.value_at("database", "engine", "2026-12-01T00:00:00Z") == "PostgreSQL 28"
+
+    asyncio.run(session())
+    assert len(memory.seen) == 20
+
+
+def test_an_environment_is_any_name_and_a_bad_one_is_refused_naming_it() -> None:
+    mem = ProjectMemory()
+    mem.add_note("x", "2026-03-08T10:00:00Z", env="eu-west-canary", claims=[claim("engine", "PostgreSQL 16")])
+    assert mem.get("database", "engine", env="eu-west-canary").value == "PostgreSQL 16"
+    with pytest.raises(InputError, match="env"):
+        mem.add_note("y", "2026-03-08T10:00:00Z", env="no spaces", claims=[claim("engine", "MySQL")])
+    assert len(mem.keys()) == 1

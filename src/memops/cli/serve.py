@@ -6,9 +6,11 @@ Serves one namespace of an SQLite store (``open_memory``'s store) on 127.0.0.1 w
 /drop-scope``; the OpenAPI pages at ``/docs``. Every call needs ``Authorization: Bearer <key>``:
 the key in ``MEMOPS_API_KEY``, or one made now and written (readable by you alone) to
 ``--key-file``. Without adapters the memory takes notes with their claims given and the rules
-decide; ``--engine learned --adapters <fold>`` reads notes with learned extraction.
+decide; ``--engine learned --adapters <fold>`` reads notes with learned extraction. ``--mcp``
+serves the same calls as MCP tools over stdin and stdout, for a coding agent to launch.
 
     memops serve --store outputs/memory.db --catalog python-project
+    memops serve --mcp --store outputs/memory.db          # in an agent's MCP server list
     curl -H "Authorization: Bearer $(cat outputs/memory.db.key)" localhost:8765/keys
 """
 
@@ -57,16 +59,14 @@ def main() -> None:
     )
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--key-file", type=Path, help="where a new key is written (default: <store>.key)")
+    parser.add_argument(
+        "--mcp", action="store_true", help="speak MCP over stdin and stdout instead (for a coding agent)"
+    )
     parser.add_argument("overrides", nargs="*", help="overrides of the model and backend (model.path=...)")
     args = parser.parse_intermixed_args()
 
-    import uvicorn
-
-    from memops.track.server import make_app
-
     try:
         path = store_path(args.store)
-        key = api_key(args.key_file or Path(f"{path}.key"))
         with open_memory(
             args.engine,
             adapters=args.adapters,
@@ -78,6 +78,17 @@ def main() -> None:
             namespace=args.namespace,
             overrides=args.overrides,
         ) as memory:
+            if args.mcp:
+                from memops.track.agent_tools import make_tools
+
+                print(f"memops serve: {path} [{args.namespace}] over MCP on stdio", file=sys.stderr)
+                make_tools(memory).run("stdio")
+                return
+            import uvicorn
+
+            from memops.track.server import make_app
+
+            key = api_key(args.key_file or Path(f"{path}.key"))
             where = "MEMOPS_API_KEY" if os.environ.get("MEMOPS_API_KEY") else args.key_file or f"{path}.key"
             print(f"memops serve: {path} [{args.namespace}] on http://{args.host}:{args.port} (key: {where})")
             uvicorn.run(make_app(memory, key), host=args.host, port=args.port, log_level="warning")

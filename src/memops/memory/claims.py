@@ -20,6 +20,8 @@ DEFAULT_ENV: Env = "production"
 
 Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]
 BranchName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$", max_length=100)]
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=64)]
+"""Any environment a claim may name (``eu-west-canary``); the extractor writes one of ``ENVS``."""
 
 _WS = re.compile(r"\s+")
 # Quote marks that may wrap a value without changing it ("`PostgreSQL 15`"), and the sentence
@@ -104,7 +106,7 @@ class Claim(BaseModel):
     slot: Identifier
     value: Annotated[OneLine, Field(min_length=1, max_length=300), AfterValidator(_non_blank)]
     branch: BranchName = DEFAULT_BRANCH
-    env: Env = DEFAULT_ENV
+    env: EnvName = DEFAULT_ENV
     evidence: Evidence
     at: Timestamp
 

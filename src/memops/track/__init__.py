@@ -2,6 +2,7 @@
 with its operators, fed notes and asked for state), and ``memops track`` (a git repository's
 history through it)."""
 
+from memops.track.aio import AsyncProjectMemory
 from memops.track.memory import (
     Change,
     InputError,
@@ -12,4 +13,13 @@ from memops.track.memory import (
     open_memory,
 )
 
-__all__ = ["Change", "InputError", "KeyState", "NoteResult", "ProjectMemory", "load_catalog", "open_memory"]
+__all__ = [
+    "AsyncProjectMemory",
+    "Change",
+    "InputError",
+    "KeyState",
+    "NoteResult",
+    "ProjectMemory",
+    "load_catalog",
+    "open_memory",
+]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import secrets
 import threading
-from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
@@ -18,9 +17,9 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from memops.memory import Claim, Decision
 from memops.memory.claims import DEFAULT_BRANCH, DEFAULT_ENV
-from memops.track.memory import Change, InputError, KeyState, ProjectMemory
+from memops.track.forms import decision_json, key_json, key_with_history
+from memops.track.memory import InputError, ProjectMemory
 
 
 class NoteIn(BaseModel):
@@ -57,38 +56,6 @@ class DropIn(BaseModel):
     branch: str
     env: str | None = None
     reason: str = "dropped"
-
-
-def claim_json(claim: Claim) -> dict[str, Any]:
-    return claim.model_dump(mode="json")
-
-
-def key_json(state: KeyState) -> dict[str, Any]:
-    key = state.key
-    return {
-        "entity": key.entity,
-        "slot": key.slot,
-        "branch": key.branch,
-        "env": key.env,
-        "value": state.value,
-        "status": state.status,
-        "claim": claim_json(state.claim),
-        "contested": [claim_json(c) for c in state.contested],
-    }
-
-
-def decision_json(d: Decision) -> dict[str, Any]:
-    return {
-        "action": d.action,
-        "key": d.key._asdict(),
-        "value": d.claim.value,
-        "previous": d.previous.value if d.previous else None,
-        "reason": d.reason,
-    }
-
-
-def change_json(c: Change) -> dict[str, Any]:
-    return {**asdict(c), "at": c.at.isoformat()}
 
 
 def make_app(memory: ProjectMemory, api_key: str) -> FastAPI:
@@ -141,12 +108,10 @@ def make_app(memory: ProjectMemory, api_key: str) -> FastAPI:
 
     @app.get("/keys/{entity}/{slot}")
     def key(entity: str, slot: str, branch: str = DEFAULT_BRANCH, env: str = DEFAULT_ENV) -> dict[str, Any]:
-        state = memory.get(entity, slot, branch, env)
-        if state is None:
+        found = key_with_history(memory, entity, slot, branch, env)
+        if found is None:
             raise HTTPException(404, f"no value at {entity}.{slot} [{branch}/{env}] or its base")
-        held = state.key
-        history = memory.history(held.entity, held.slot, held.branch, held.env)
-        return {**key_json(state), "history": [change_json(c) for c in history]}
+        return found
 
     @app.get("/snapshot")
     def snapshot(
