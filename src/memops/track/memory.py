@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from memops.core.files import write_atomic
 from memops.core.records import Catalog, Note
 from memops.data.catalog import load_catalog
-from memops.memory import Claim, Decision, Entry, Key, StateMemory, keep_current
+from memops.memory import Claim, Decision, Entry, Key, StateMemory, Transition, keep_current
 from memops.memory.claims import DEFAULT_BRANCH, DEFAULT_ENV, Timestamp
 from memops.memory.state import Decide, Judge
 from memops.operators.backends import BackendError
@@ -277,10 +277,16 @@ class ProjectMemory:
         when = None if at is None else timestamp(at, "snapshot")
         out: dict[str, str] = {}
         for scope in dict.fromkeys([DEFAULT_BRANCH, branch]):  # the branch's own values last: they win
-            for entry in self.store.entries(branch=scope, env=env):
-                value = key_state(entry).value if when is None else self._value_at(entry, when)
-                if value is not None:
-                    out[f"{entry.key.entity}.{entry.key.slot}"] = value
+            if when is None:
+                held = {
+                    e.key: e.current.value for e in self.store.entries(branch=scope, env=env) if e.current
+                }
+            else:
+                held = {
+                    k: held_at(changes(*t), when)
+                    for k, t in self.store.timelines(branch=scope, env=env).items()
+                }
+            out |= {f"{k.entity}.{k.slot}": v for k, v in held.items() if v is not None}
         return dict(sorted(out.items()))
 
     def contested(self) -> list[KeyState]:
@@ -298,28 +304,14 @@ class ProjectMemory:
     ) -> list[Change]:
         """The values the key took, in the order they were written: its first value, then every
         supersede (rollbacks, restores and a person's verdicts included)."""
-        entry = self.store.entry(Key(entity, slot, branch, env))
-        return [] if entry is None else self._changes(entry)
-
-    def _changes(self, entry: Entry) -> list[Change]:
-        if not entry.items:
-            return []
-        first = entry.items[0].claims[0]
-        changes = [Change(first.at, first.value, first.evidence.commit, first.evidence.source, "first value")]
-        for t in self.store.transitions(entry.key):
-            changes.append(Change(t.at, t.new, t.commit, t.source, t.reason))
-        return changes
+        found = self.store.timelines(entity=entity, slot=slot, branch=branch, env=env)
+        return changes(*found[Key(entity, slot, branch, env)]) if found else []
 
     def value_at(
         self, entity: str, slot: str, at: str | datetime, branch: str = DEFAULT_BRANCH, env: str = DEFAULT_ENV
     ) -> str | None:
         """The value the key held at a time: the last change dated at or before it."""
-        entry = self.store.entry(Key(entity, slot, branch, env))
-        return None if entry is None else self._value_at(entry, timestamp(at, "value_at"))
-
-    def _value_at(self, entry: Entry, when: datetime) -> str | None:
-        held = [c.value for c in self._changes(entry) if c.at <= when]
-        return held[-1] if held else None
+        return held_at(self.history(entity, slot, branch, env), timestamp(at, "value_at"))
 
     def render(self, budget: int = 1700) -> str:
         return self.state.render(budget)
@@ -431,6 +423,18 @@ def key_state(entry: Entry | None) -> KeyState | None:
     return KeyState(
         entry.current.value, "contested" if contested else "current", entry.current.best, contested
     )
+
+
+def changes(first: Claim, transitions: Sequence[Transition]) -> list[Change]:
+    """A key's history: its first value, then each change of its current value."""
+    out = [Change(first.at, first.value, first.evidence.commit, first.evidence.source, "first value")]
+    return out + [Change(t.at, t.new, t.commit, t.source, t.reason) for t in transitions]
+
+
+def held_at(history: Sequence[Change], when: datetime) -> str | None:
+    """The value a history held at a time: its last change dated at or before it."""
+    held = [c.value for c in history if c.at <= when]
+    return held[-1] if held else None
 
 
 def timestamp(at: str | datetime, where: str) -> datetime:

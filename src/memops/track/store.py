@@ -45,8 +45,8 @@ CREATE INDEX IF NOT EXISTS claims_key ON claims (ns, entity, slot, branch, env);
 CREATE INDEX IF NOT EXISTS claims_note ON claims (ns, note);
 CREATE TABLE IF NOT EXISTS entries (
     ns TEXT NOT NULL, entity TEXT NOT NULL, slot TEXT NOT NULL, branch TEXT NOT NULL,
-    env TEXT NOT NULL, contested INTEGER NOT NULL, data TEXT NOT NULL,
-    PRIMARY KEY (ns, entity, slot, branch, env));
+    env TEXT NOT NULL, contested INTEGER NOT NULL, data TEXT NOT NULL, live TEXT NOT NULL,
+    first TEXT NOT NULL, PRIMARY KEY (ns, entity, slot, branch, env));
 CREATE TABLE IF NOT EXISTS transitions (
     seq INTEGER PRIMARY KEY, ns TEXT NOT NULL, entity TEXT NOT NULL, slot TEXT NOT NULL,
     branch TEXT NOT NULL, env TEXT NOT NULL, data TEXT NOT NULL);
@@ -56,9 +56,11 @@ CREATE TABLE IF NOT EXISTS corrections (
     by TEXT, reason TEXT NOT NULL, at TEXT NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5 (text, ns UNINDEXED);
 """
-"""``claims.kind`` is ``note`` (a note's claim) or ``resolve`` (a person's verdict); ``live`` is 0
-once its note is retracted or its scope dropped. ``search`` holds one row per live claim, its
-rowid the claim's ``seq``."""
+"""``claims.kind`` is ``note`` (a note's claim), ``resolve`` (a person's verdict) or ``import``;
+``live`` is 0 once its note is retracted or its scope dropped. An entry is kept whole (``data``:
+every item with every claim, what a write decides against), as its live items alone (``live``:
+what a query answers from) and with its first claim (``first``: where its history starts).
+``search`` holds one row per live claim, its rowid the claim's ``seq``."""
 
 KEY_COLUMNS = "entity = ? AND slot = ? AND branch = ? AND env = ?"
 
@@ -236,8 +238,15 @@ class Store:
             db.execute(f"DELETE FROM entries WHERE ns = ? AND {KEY_COLUMNS}", (self.namespace, *key))
             if entry is not None and entry.items:
                 db.execute(
-                    "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (self.namespace, *key, int(bool(entry.contested())), json.dumps(entry_dict(entry))),
+                    "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        self.namespace,
+                        *key,
+                        int(bool(entry.contested())),
+                        json.dumps(entry_dict(entry)),
+                        json.dumps(entry.snapshot_dict()),
+                        entry.items[0].claims[0].model_dump_json(),
+                    ),
                 )
         for t in transitions:
             db.execute(
@@ -258,9 +267,9 @@ class Store:
     # -- reading -----------------------------------------------------------------------------
 
     def entry(self, key: Key) -> Entry | None:
-        with self._lock:
-            found = self._entries(self._db, [key])
-        return found[0] if found else None
+        """The live items at a key (``Entry.snapshot``), or None."""
+        rows = self._rows(f"SELECT live FROM entries WHERE ns = ? AND {KEY_COLUMNS}", (self.namespace, *key))
+        return Entry.from_snapshot(key, json.loads(rows[0][0])) if rows else None
 
     def entries(
         self,
@@ -270,31 +279,44 @@ class Store:
         branch: str | None = None,
         env: str | None = None,
         contested: bool = False,
+        whole: bool = False,
     ) -> list[Entry]:
         """The entries in key order, those of one entity, slot, branch or environment if named,
-        only those with contested values if ``contested``."""
+        only those with contested values if ``contested``: their live items (``Entry.snapshot``),
+        all that a query answers from, or ``whole``."""
+        where, args = self._where(entity=entity, slot=slot, branch=branch, env=env)
+        if contested:
+            where += " AND contested = 1"
+        column = "data" if whole else "live"
+        rows = self._rows(
+            f"SELECT entity, slot, branch, env, {column} FROM entries WHERE {where}"
+            " ORDER BY entity, slot, branch, env",
+            args,
+        )
+        if whole:
+            return [entry_from_dict(json.loads(data), "entries") for *_, data in rows]
+        return [Entry.from_snapshot(Key(*key), json.loads(live)) for *key, live in rows]
+
+    def timelines(self, **scope: str) -> dict[Key, tuple[Claim, list[Transition]]]:
+        """Each key's first claim and its changes of current value in the order they were made,
+        at the keys of a scope (``entity``, ``slot``, ``branch``, ``env``): all a history needs."""
+        where, args = self._where(**scope)
+        firsts = self._rows(f"SELECT entity, slot, branch, env, first FROM entries WHERE {where}", args)
+        out = {Key(*key): (Claim.model_validate_json(first), []) for *key, first in firsts}
+        for (data,) in self._rows(f"SELECT data FROM transitions WHERE {where} ORDER BY seq", args):
+            transition = Transition.from_dict(json.loads(data))
+            out[transition.key][1].append(transition)
+        return out
+
+    def _where(self, **scope: str | None) -> tuple[str, list[str]]:
         where, args = ["ns = ?"], [self.namespace]
-        for column, value in (("entity", entity), ("slot", slot), ("branch", branch), ("env", env)):
+        for column, value in scope.items():
+            if column not in ("entity", "slot", "branch", "env"):
+                raise StoreError(f"unknown key field {column!r}")
             if value is not None:
                 where.append(f"{column} = ?")
                 args.append(value)
-        if contested:
-            where.append("contested = 1")
-        rows = self._rows(
-            f"SELECT data FROM entries WHERE {' AND '.join(where)} ORDER BY entity, slot, branch, env", args
-        )
-        return [entry_from_dict(json.loads(data), "entries") for (data,) in rows]
-
-    def transitions(self, key: Key | None = None) -> list[Transition]:
-        """The changes of current value, at one key or at every key, in the order they were made."""
-        if key is None:
-            rows = self._rows("SELECT data FROM transitions WHERE ns = ? ORDER BY seq", (self.namespace,))
-        else:
-            rows = self._rows(
-                f"SELECT data FROM transitions WHERE ns = ? AND {KEY_COLUMNS} ORDER BY seq",
-                (self.namespace, *key),
-            )
-        return [Transition.from_dict(json.loads(data)) for (data,) in rows]
+        return " AND ".join(where), args
 
     def find(self, text: str, limit: int = 50) -> list[Key]:
         """The keys whose names or any of whose live claims' values hold every word of ``text``,
@@ -352,8 +374,9 @@ class Store:
 
     def state(self, engine: StateMemory) -> StateMemory:
         """The whole namespace held by ``engine`` (rendering, the JSON export)."""
-        engine.adopt(self.entries())
-        engine.transitions = self.transitions()
+        engine.adopt(self.entries(whole=True))
+        rows = self._rows("SELECT data FROM transitions WHERE ns = ? ORDER BY seq", (self.namespace,))
+        engine.transitions = [Transition.from_dict(json.loads(data)) for (data,) in rows]
         return engine
 
     # -- corrections -------------------------------------------------------------------------

@@ -1,0 +1,139 @@
+"""The SQLite store's speed: notes per second and the latency of ``add_note`` and of each query on
+a store of 100,000 claims.
+
+A store is filled with notes of ten claims each (a few thousand keys over ten entities, most on
+``main``/``production``, values that recur so merges and contests happen, every evidence type),
+each note one transaction as ``ProjectMemory.add_note`` writes it. On the full store it times
+one-claim and ten-claim notes and every query (``get``, ``history``, ``value_at``, ``keys`` of one
+entity and of all, ``snapshot`` now and at a time, ``contested``, ``find``), each as p50 and p95 of
+its repetitions, the rules deciding (the learned operators' cost is their model's: see
+``bench_operators.py``). Prints a table and writes ``<out>/store.json`` with the CPU named.
+
+Usage: python benchmarks/bench_store.py [--claims 100000] [--out outputs/bench/store] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from memops.memory import EVIDENCE_TYPES
+from memops.track import ProjectMemory
+from memops.track.store import Store
+
+ENTITIES = ["database", "orm", "deployment", "hosting", "auth", "cache", "queue", "ci", "api", "feature"]
+BRANCHES = ["main"] * 8 + ["release-2.1", "exp-fast-path"]
+ENVS = ["production"] * 6 + ["staging"] * 2 + ["preview", "dev"]
+CLAIMS_PER_NOTE = 10
+START = datetime(2001, 1, 1, tzinfo=UTC)
+
+
+def claims(rng: random.Random, slots: list[tuple[str, str]], n: int) -> list[dict[str, Any]]:
+    out = []
+    for _ in range(n):
+        entity, slot = rng.choice(slots)
+        commit = f"{rng.getrandbits(28):07x}" if rng.random() < 0.5 else None
+        out.append(
+            {
+                "entity": entity,
+                "slot": slot,
+                "value": f"value {rng.randrange(5)}",
+                "branch": rng.choice(BRANCHES),
+                "env": rng.choice(ENVS),
+                "evidence": {"type": rng.choice(EVIDENCE_TYPES), "commit": commit},
+            }
+        )
+    return out
+
+
+def timed(call: Callable[[], object], repeat: int) -> dict[str, float]:
+    """p50 and p95 of ``repeat`` calls, in milliseconds."""
+    times = []
+    for _ in range(repeat):
+        began = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - began) * 1000)
+    times.sort()
+    return {"p50_ms": statistics.median(times), "p95_ms": times[min(len(times) - 1, int(0.95 * len(times)))]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--claims", type=int, default=100_000)
+    parser.add_argument("--out", type=Path, default=Path("outputs/bench/store"))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=200, help="calls timed per query")
+    args = parser.parse_args()
+    from memops.train.cpu import cpu_model
+
+    rng = random.Random(args.seed)
+    slots = [(e, f"slot_{i}") for e in ENTITIES for i in range(max(2, args.claims // 200))]
+    args.out.mkdir(parents=True, exist_ok=True)
+    db = args.out / "store.db"
+    for path in (db, db.with_name("store.db-wal"), db.with_name("store.db-shm")):
+        path.unlink(missing_ok=True)
+    memory = ProjectMemory(store=Store(db))
+    notes = args.claims // CLAIMS_PER_NOTE
+    began = time.perf_counter()
+    for i in tqdm(range(notes), desc="filling", unit="note"):
+        at = START + timedelta(minutes=i)
+        memory.add_note(f"note {i}", at, note_id=f"n{i}", claims=claims(rng, slots, CLAIMS_PER_NOTE))
+    fill_s = time.perf_counter() - began
+    n = notes
+
+    def add(k: int) -> Callable[[], object]:
+        def call() -> object:
+            nonlocal n
+            n += 1
+            return memory.add_note(
+                f"note {n}", START + timedelta(minutes=n), note_id=f"n{n}", claims=claims(rng, slots, k)
+            )
+
+        return call
+
+    entity, slot = slots[0]
+    few = max(5, args.repeat // 10)  # the calls that read every key
+    figures = {
+        "add_note, 1 claim": timed(add(1), args.repeat),
+        "add_note, 10 claims": timed(add(10), args.repeat),
+        "get": timed(lambda: memory.get(entity, slot), args.repeat),
+        "history": timed(lambda: memory.history(entity, slot), args.repeat),
+        "value_at": timed(lambda: memory.value_at(entity, slot, START + timedelta(days=3)), args.repeat),
+        "keys(entity)": timed(lambda: memory.keys(entity), few),
+        "find": timed(lambda: memory.find("value 3"), args.repeat),
+        "keys()": timed(memory.keys, few),
+        "snapshot": timed(memory.snapshot, few),
+        "snapshot(at)": timed(lambda: memory.snapshot(at=START + timedelta(days=3)), few),
+        "contested": timed(memory.contested, few),
+    }
+    result = {
+        "cpu": cpu_model(),
+        "claims": args.claims,
+        "keys": len(memory.store.entries()),
+        "fill_notes_per_s": notes / fill_s,
+        "fill_claims_per_s": notes * CLAIMS_PER_NOTE / fill_s,
+        "store_mb": db.stat().st_size / 2**20,
+        "latency": figures,
+    }
+    (args.out / "store.json").write_text(json.dumps(result, indent=1) + "\n")
+    size = f"{args.claims} claims in {notes} notes, {result['keys']} keys, {result['store_mb']:.0f} MB"
+    print(f"{result['cpu']}: {size}")
+    print(f"filling: {result['fill_notes_per_s']:.0f} notes/s ({result['fill_claims_per_s']:.0f} claims/s)")
+    print(f"{'call':<22} {'p50 ms':>9} {'p95 ms':>9}")
+    for name, f in figures.items():
+        print(f"{name:<22} {f['p50_ms']:>9.2f} {f['p95_ms']:>9.2f}")
+
+
+if __name__ == "__main__":
+    main()
