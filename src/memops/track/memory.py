@@ -189,8 +189,8 @@ class ProjectMemory:
             written = [self._claim(c, note, i) for i, c in enumerate(claims)]
         else:
             read = self._read(note, catalog or self.catalog)
-            if isinstance(read, str):
-                self.store.skip(note.id, read)
+            if isinstance(read, str):  # read, and nothing written: seen, not skipped
+                self.store.write_note(note, [], self._engine())
                 return NoteResult(note, [], [], read)
             written = read
         if branch or env:
