@@ -6,10 +6,14 @@ A store is filled with notes of ten claims each (a few thousand keys over ten en
 each note one transaction as ``ProjectMemory.add_note`` writes it. On the full store it times
 one-claim and ten-claim notes and every query (``get``, ``history``, ``value_at``, ``keys`` of one
 entity and of all, ``snapshot`` now and at a time, ``contested``, ``find``), each as p50 and p95 of
-its repetitions, the rules deciding (the learned operators' cost is their model's: see
-``bench_operators.py``). Prints a table and writes ``<out>/store.json`` with the CPU named.
+its repetitions, the rules deciding. With ``--adapters`` it also times notes the learned
+operators read and decide on that store (``open_memory("learned")`` on ``--model``: extraction
+against the python-project catalog, then the learned decisions), where the model's time is most
+of a note's. Prints a table and writes ``<out>/store.json`` with the CPU named.
 
 Usage: python benchmarks/bench_store.py [--claims 100000] [--out outputs/bench/store] [--seed 0]
+           [--adapters outputs/adapters/smollm2-demo/smollm2-135m-instruct/synthetic
+            --model smollm2-135m-instruct --learned 30]
 """
 
 from __future__ import annotations
@@ -66,6 +70,32 @@ def timed(call: Callable[[], object], repeat: int) -> dict[str, float]:
     return {"p50_ms": statistics.median(times), "p95_ms": times[min(len(times) - 1, int(0.95 * len(times)))]}
 
 
+NOTES = [
+    "Switch the build backend to hatchling",
+    "Require Python >=3.10 and drop 3.8",
+    "Lint with ruff instead of flake8",
+    "Run the tests with pytest on GitHub Actions",
+    "Relicense under the MIT license",
+    "Format with black, line length 100",
+]
+
+
+def learned_notes(db: Path, adapters: Path, model: str, n: int) -> dict[str, float]:
+    """p50 and p95 of ``n`` notes read and decided by the learned operators on the store."""
+    from memops import open_memory
+
+    with open_memory(
+        "learned", adapters=adapters, model=model, catalog="python-project", store=db, namespace="learned"
+    ) as memory:
+        count = iter(range(n))
+
+        def call() -> object:
+            i = next(count)
+            return memory.add_note(NOTES[i % len(NOTES)], START + timedelta(days=i), note_id=f"learned-{i}")
+
+        return timed(call, n)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -74,6 +104,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("outputs/bench/store"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=200, help="calls timed per query")
+    parser.add_argument("--adapters", type=Path, help="a fold's adapters: time learned notes too")
+    parser.add_argument("--model", default="smollm2-135m-instruct")
+    parser.add_argument("--learned", type=int, default=30, help="learned notes timed")
     args = parser.parse_args()
     from memops.train.cpu import cpu_model
 
@@ -117,6 +150,8 @@ def main() -> None:
         "snapshot(at)": timed(lambda: memory.snapshot(at=START + timedelta(days=3)), few),
         "contested": timed(memory.contested, few),
     }
+    if args.adapters:
+        figures["add_note, learned"] = learned_notes(db, args.adapters, args.model, args.learned)
     result = {
         "cpu": cpu_model(),
         "claims": args.claims,
