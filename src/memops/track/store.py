@@ -46,7 +46,7 @@ CREATE INDEX IF NOT EXISTS claims_note ON claims (ns, note);
 CREATE TABLE IF NOT EXISTS entries (
     ns TEXT NOT NULL, entity TEXT NOT NULL, slot TEXT NOT NULL, branch TEXT NOT NULL,
     env TEXT NOT NULL, contested INTEGER NOT NULL, data TEXT NOT NULL, live TEXT NOT NULL,
-    first TEXT NOT NULL, PRIMARY KEY (ns, entity, slot, branch, env));
+    first TEXT NOT NULL, rev INTEGER NOT NULL, PRIMARY KEY (ns, entity, slot, branch, env));
 CREATE TABLE IF NOT EXISTS transitions (
     seq INTEGER PRIMARY KEY, ns TEXT NOT NULL, entity TEXT NOT NULL, slot TEXT NOT NULL,
     branch TEXT NOT NULL, env TEXT NOT NULL, data TEXT NOT NULL);
@@ -59,7 +59,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5 (text, ns UNINDEXED);
 """``claims.kind`` is ``note`` (a note's claim), ``resolve`` (a person's verdict) or ``import``;
 ``live`` is 0 once its note is retracted or its scope dropped. An entry is kept whole (``data``:
 every item with every claim, what a write decides against), as its live items alone (``live``:
-what a query answers from) and with its first claim (``first``: where its history starts).
+what a query answers from) and with its first claim (``first``: where its history starts);
+``rev`` is the store's count of entry writes when it was written (``meta`` row ``rev``), so a
+process may keep the live items it has read until they change.
 ``search`` holds one row per live claim, its rowid the claim's ``seq``."""
 
 KEY_COLUMNS = "entity = ? AND slot = ? AND branch = ? AND env = ?"
@@ -111,6 +113,7 @@ class Store:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.path, self.namespace = path, namespace
         self._lock = threading.RLock()
+        self._read: dict[Key, tuple[int, Entry]] = {}
         try:
             self._db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
             if path != ":memory:":
@@ -237,8 +240,12 @@ class Store:
             entry = engine.entry(key)
             db.execute(f"DELETE FROM entries WHERE ns = ? AND {KEY_COLUMNS}", (self.namespace, *key))
             if entry is not None and entry.items:
+                (rev,) = db.execute(
+                    "INSERT INTO meta VALUES ('', 'rev', '1') ON CONFLICT (ns, name)"
+                    " DO UPDATE SET value = CAST(value AS INTEGER) + 1 RETURNING CAST(value AS INTEGER)"
+                ).fetchone()
                 db.execute(
-                    "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         self.namespace,
                         *key,
@@ -246,6 +253,7 @@ class Store:
                         json.dumps(entry_dict(entry)),
                         json.dumps(entry.snapshot_dict()),
                         entry.items[0].claims[0].model_dump_json(),
+                        rev,
                     ),
                 )
         for t in transitions:
@@ -268,8 +276,18 @@ class Store:
 
     def entry(self, key: Key) -> Entry | None:
         """The live items at a key (``Entry.snapshot``), or None."""
-        rows = self._rows(f"SELECT live FROM entries WHERE ns = ? AND {KEY_COLUMNS}", (self.namespace, *key))
-        return Entry.from_snapshot(key, json.loads(rows[0][0])) if rows else None
+        rows = self._rows(
+            f"SELECT rev, live FROM entries WHERE ns = ? AND {KEY_COLUMNS}", (self.namespace, *key)
+        )
+        return self._live(key, *rows[0]) if rows else None
+
+    def _live(self, key: Key, rev: int, live: str) -> Entry:
+        """A key's live items as last read, read again only when a write has changed them: a
+        claim takes longer to check than the database takes to find it."""
+        held = self._read.get(key)
+        if held is None or held[0] != rev:
+            held = self._read[key] = (rev, Entry.from_snapshot(key, json.loads(live)))
+        return held[1]
 
     def entries(
         self,
@@ -289,13 +307,13 @@ class Store:
             where += " AND contested = 1"
         column = "data" if whole else "live"
         rows = self._rows(
-            f"SELECT entity, slot, branch, env, {column} FROM entries WHERE {where}"
+            f"SELECT entity, slot, branch, env, rev, {column} FROM entries WHERE {where}"
             " ORDER BY entity, slot, branch, env",
             args,
         )
         if whole:
             return [entry_from_dict(json.loads(data), "entries") for *_, data in rows]
-        return [Entry.from_snapshot(Key(*key), json.loads(live)) for *key, live in rows]
+        return [self._live(Key(e, s, b, v), rev, live) for e, s, b, v, rev, live in rows]
 
     def timelines(self, **scope: str) -> dict[Key, tuple[Claim, list[Transition]]]:
         """Each key's first claim and its changes of current value in the order they were made,
