@@ -149,3 +149,18 @@ def test_the_mcp_server_lists_and_calls_its_tools_with_the_sdks_client(tmp_path:
             assert answer(resolved)["action"] == "supersede"
 
     asyncio.run(session())
+
+
+def test_a_key_made_for_the_server_is_readable_by_its_owner_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memops.cli.serve import api_key
+
+    monkeypatch.delenv("MEMOPS_API_KEY", raising=False)
+    key = api_key(tmp_path / "keys" / "m.db.key")
+    path = tmp_path / "keys" / "m.db.key"
+    assert path.read_text().strip() == key and len(key) >= 32
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in path.parent.iterdir()] == ["m.db.key"]  # nothing left beside it
+    monkeypatch.setenv("MEMOPS_API_KEY", "given")
+    assert api_key(path) == "given" and path.read_text().strip() == key

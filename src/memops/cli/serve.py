@@ -22,7 +22,6 @@ import secrets
 import sys
 from pathlib import Path
 
-from memops.core.files import write_atomic
 from memops.operators.backends import BackendError
 from memops.operators.learned import EXTRACT_MODES
 from memops.track.memory import InputError, open_memory
@@ -35,8 +34,11 @@ def api_key(key_file: Path) -> str:
         return key
     key = secrets.token_urlsafe(24)
     key_file.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(key_file, key + "\n")
-    key_file.chmod(0o600)
+    fresh = key_file.with_name(f".{key_file.name}.{secrets.token_hex(4)}")
+    # Created readable by its owner alone, then moved into place: no moment where others may read it.
+    with os.fdopen(os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
+        out.write(key + "\n")
+    fresh.replace(key_file)
     return key
 
 
