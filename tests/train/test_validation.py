@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memops.operators.adapters import check_adapter, collapse_warning
-from memops.train.validation import collapsed
+from memops.train.validation import collapsed, dropped
 
 
 def test_a_mix_like_the_golds_is_not_collapsed() -> None:
@@ -24,6 +24,24 @@ def test_one_answer_far_above_its_gold_share_is_a_collapse() -> None:
     assert collapsed(Counter({"merge": 90, "add": 10}), gold) == "merge"
     assert collapsed(Counter({"merge": 60, "add": 40}), gold) == "merge"
     assert collapsed(Counter({"merge": 45, "add": 30, "contested": 25}), gold) is None
+
+
+def test_a_label_the_gold_holds_often_and_the_answers_never_give_is_dropped() -> None:
+    # The full CPU recipe's update adapter at seed 1, on its validation reads: no supersede.
+    gold = Counter({"add": 17, "contested": 27, "merge": 12, "supersede": 18})
+    answers = Counter({"add": 17, "contested": 34, "merge": 23})
+    assert collapsed(answers, gold) is None and dropped(answers, gold) == ["supersede"]
+    assert dropped(Counter({"add": 17, "contested": 27, "merge": 12, "supersede": 5}), gold) == []
+    assert dropped(Counter({"a": 99, "b": 1}), Counter({"a": 95, "b": 5})) == []  # too rare to tell
+    manifest = {
+        "validation_decisions": {
+            "collapsed": None,
+            "dropped": ["supersede"],
+            "contract": {"answers": answers},
+        }
+    }
+    assert "never answered 'supersede'" in collapse_warning("update", manifest)
+    assert collapse_warning("update", {"validation_decisions": {"collapsed": None, "dropped": []}}) is None
 
 
 def test_an_adapter_trained_to_collapse_is_flagged_in_its_manifest_card_and_on_load(

@@ -41,16 +41,20 @@ def safetensors_problem(path: Path) -> str | None:
 
 
 def collapse_warning(name: str, manifest: dict[str, Any]) -> str | None:
-    """One line for a run or a memory that loads a collapsed adapter; None for any other."""
+    """One line for a run or a memory that loads an adapter flagged collapsed or with a label
+    dropped; None for any other."""
     check = manifest.get("validation_decisions") or {}
-    label = check.get("collapsed")
-    if not label:
+    label, missing = check.get("collapsed"), check.get("dropped") or []
+    if not label and not missing:
         return None
     mix = ", ".join(f"{k} {v}" for k, v in check["contract"]["answers"].items())
+    if label:
+        did = f"answered {label!r} for most validation inputs, far more often than the gold"
+    else:
+        did = f"(almost) never answered {', '.join(map(repr, missing))}, which the gold holds often"
     return (
-        f"warning: the {name} adapter answered {label!r} for most validation inputs, far more often "
-        f"than the gold (contract suite's validation part: {mix}); its decisions follow that label, "
-        "not the inputs"
+        f"warning: the {name} adapter {did} (contract suite's validation part: {mix}); "
+        "its decisions follow its own label mix, not the inputs"
     )
 
 

@@ -77,6 +77,9 @@ def validation_lines(check: dict[str, Any] | None) -> list[str]:
         )
     else:
         lines.append("Not collapsed: no answer is given far more often than the gold holds it.")
+    if check.get("dropped"):
+        names = ", ".join(f"`{k}`" for k in check["dropped"])
+        lines.append(f"**Dropped**: it (almost) never answers {names}, which the gold holds often.")
     return lines
 
 

@@ -33,6 +33,20 @@ def collapsed(answers: Counter[str], gold: Counter[str]) -> str | None:
     return label if share >= COLLAPSE_SHARE and share >= COLLAPSE_RATIO * gold_share else None
 
 
+DROP_SHARE = 0.1
+"""A label the gold holds this often or more ..."""
+DROP_RATIO = 0.25
+"""... and the answers give less than this fraction as often is one the adapter has dropped: it
+decides every such input wrongly (the full CPU recipe's update adapter at seed 1 never answered
+``supersede``, a quarter of the gold, and no answer piled up enough to be a collapse)."""
+
+
+def dropped(answers: Counter[str], gold: Counter[str]) -> list[str]:
+    """The labels the gold holds often that the answers (almost) never give."""
+    n = sum(gold.values())
+    return sorted(k for k, c in gold.items() if c >= DROP_SHARE * n and answers[k] < DROP_RATIO * c)
+
+
 def read_answers(model: Any, tokenizer: Any, op: str, prompts: Sequence[list[dict[str, str]]]) -> list[str]:
     """The most likely allowed answer to each prompt, as its label."""
     from memops.operators.backends import parting
@@ -73,7 +87,8 @@ def check_decisions(
     model: Any, tokenizer: Any, op: str, validation: Sequence[dict[str, Any]]
 ) -> dict[str, Any]:
     """Exact match and label mix per validation set (``split``: the dataset's validation rows;
-    ``contract``: the suite's validation part), and the collapse flag over both."""
+    ``contract``: the suite's validation part), and over both the collapse flag and the labels
+    dropped."""
     from memops.operators.contract import suite
 
     sets = {
@@ -99,6 +114,7 @@ def check_decisions(
     if was_training:
         model.train()
     out["collapsed"] = collapsed(answers_all, gold_all)
+    out["dropped"] = dropped(answers_all, gold_all)
     return out
 
 
