@@ -12,8 +12,8 @@ records are kept).
 
 Prints per seed and as mean ± standard deviation over seeds: compare and update exact match on
 the held-out trajectories, the engine's final-state keys with gold extraction and the learned
-decisions, the contract suite overall and its weakest region, and whether the collapse guard
-flagged an adapter. Writes ``<root>/<config>/seeds.json`` and ``seeds.png`` (``seeds-<tag>.*``
+decisions, the contract suite overall and its weakest region, and what the collapse guard
+flagged (an adapter collapsed onto one label, labels an adapter dropped). Writes ``<root>/<config>/seeds.json`` and ``seeds.png`` (``seeds-<tag>.*``
 with ``--tag``).
 """
 
@@ -25,11 +25,13 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from memops.core.layout import ADAPTER_MANIFEST, OUTPUTS
 from memops.operators.registry import DECISIONS
+from memops.train.validation import dropped
 
 COLUMNS = ("compare", "update", "engine keys", "contract compare", "contract update")
 
@@ -75,12 +77,18 @@ def figures(run: Path, adapters: Path) -> dict[str, Any]:
             worst = min(suite["regions"].items(), key=lambda kv: kv[1]["mean"])
             row[f"weakest {op} region"] = f"{worst[0]} {worst[1]['mean']:.2f}"
             row[f"contract {op} regions"] = {k: v["mean"] for k, v in suite["regions"].items()}
-    flags = {}
+    flags, lost = {}, {}
     for manifest in sorted(adapters.rglob(ADAPTER_MANIFEST)):
         check = json.loads(manifest.read_text()).get("validation_decisions")
         if check and manifest.parent.name in DECISIONS:
             flags[manifest.parent.name] = check["collapsed"]
-    row["collapsed"] = flags
+            if "dropped" in check:
+                lost[manifest.parent.name] = check["dropped"]
+            else:  # a manifest from before the guard listed them: read from its label mixes
+                answers = sum((Counter(check[part]["answers"]) for part in ("split", "contract")), Counter())
+                gold = sum((Counter(check[part]["gold"]) for part in ("split", "contract")), Counter())
+                lost[manifest.parent.name] = dropped(answers, gold)
+    row["collapsed"], row["dropped"] = flags, lost
     return row
 
 
@@ -137,10 +145,10 @@ def main() -> None:
         rows[seed] = {**figures(run, root / "adapters" / f"seed-{seed}"), "wall_s": round(seconds)}
         print(f"seed {seed}: {json.dumps(rows[seed])}", flush=True)
     print(f"\n{args.config_name}, seeds {args.seeds}")
-    print(f"{'seed':<6}" + "".join(f"{c:>20}" for c in COLUMNS) + "   collapsed")
+    print(f"{'seed':<6}" + "".join(f"{c:>20}" for c in COLUMNS) + "   collapsed; dropped")
     for seed, row in rows.items():
         cells = "".join(f"{row[c]:>20.2f}" if row.get(c) is not None else f"{'n/a':>20}" for c in COLUMNS)
-        print(f"{seed:<6}{cells}   {row['collapsed']}")
+        print(f"{seed:<6}{cells}   {row['collapsed']}; {row['dropped']}")
     print("mean ± sd:")
     for column in COLUMNS:
         print(f"  {column:<18} {spread([row.get(column) for row in rows.values()])}")
