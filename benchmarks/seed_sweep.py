@@ -13,8 +13,8 @@ records are kept).
 Prints per seed and as mean ± standard deviation over seeds: compare and update exact match on
 the held-out trajectories, the engine's final-state keys with gold extraction and the learned
 decisions, the contract suite overall and its weakest region, and what the collapse guard
-flagged (an adapter collapsed onto one label, labels an adapter dropped). Writes ``<root>/<config>/seeds.json`` and ``seeds.png`` (``seeds-<tag>.*``
-with ``--tag``).
+flagged (an adapter collapsed onto one label, labels an adapter dropped). Writes
+``<root>/<config>/seeds.json`` and ``seeds.png`` (``seeds-<tag>.*`` with ``--tag``).
 """
 
 from __future__ import annotations
