@@ -31,7 +31,7 @@ def server(tmp_path: Path) -> Iterator[httpx.Client]:
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {KEY}"})
     try:
-        for _ in range(300):
+        for _ in range(1200):  # up to two minutes for a slow machine to start it
             try:
                 client.get("/keys")
                 break
