@@ -33,6 +33,7 @@ from memops.core.locks import Busy, exclusive
 from memops.data.catalog import slots_read
 from memops.data.export import ExportError
 from memops.data.problems import DataError
+from memops.memory import StateMemory
 from memops.operators.backends import BackendError
 from memops.operators.learned import EXTRACT_MODES
 from memops.track.git import SINCE_HELP, check_revision, commits, identity, moment, note, on_branch
@@ -40,10 +41,10 @@ from memops.track.memory import InputError, ProjectMemory, open_memory, open_sto
 from memops.track.store import Store
 
 
-def state_json(memory: ProjectMemory) -> dict[str, object]:
+def state_json(state: StateMemory, commits: int) -> dict[str, object]:
     """Every key's current value with its commit, time and evidence, and what is contested."""
     keys = []
-    for entry in memory.state.entries():
+    for entry in state.entries():
         if entry.current is None:
             continue
         best = entry.current.best
@@ -62,7 +63,7 @@ def state_json(memory: ProjectMemory) -> dict[str, object]:
                 ],
             }
         )
-    return {"commits": len(memory.seen), "keys": keys}
+    return {"commits": commits, "keys": keys}
 
 
 def kept_store(out: Path, reset: bool) -> Store:
@@ -185,9 +186,10 @@ def follow(args: argparse.Namespace, repo: Path, out: Path, adapters: Path) -> t
                     failed += 1
                     tqdm.write(f"{commit.sha[:9]}: {result.error}", file=sys.stderr)
         saved = memory.save(out / "memory.json")
-        rendered = memory.render(args.budget)
-        write_atomic(out / "state.md", f"# {repo.name}\n\n{memory.render(10**9)}\n")
-        write_atomic(out / "state.json", json.dumps(state_json(memory), indent=1) + "\n")
+        state = memory.state  # read from the store once for the three views
+        rendered = state.render(args.budget)
+        write_atomic(out / "state.md", f"# {repo.name}\n\n{state.render(10**9)}\n")
+        write_atomic(out / "state.json", json.dumps(state_json(state, len(memory.seen)), indent=1) + "\n")
     said = ", ".join(f"{a} {n}" for a, n in sorted(actions.items())) or "no claim"
     summary = (
         f"\n{len(new)} commits read: {said}; {failed} note(s) failed, {skipped} skipped "

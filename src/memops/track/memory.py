@@ -199,8 +199,9 @@ class ProjectMemory:
                 written = [Claim.model_validate({**c.model_dump(), **scope}) for c in written]
             except ValidationError as exc:
                 raise InputError(f"note {note_id}: {field_of(exc)}") from exc
-        decisions, made = self.store.write_note(note, written, self._engine())
-        if made and self.failures:
+        failed = self.failures.total()
+        decisions, _ = self.store.write_note(note, written, self._engine())
+        if self.failures.total() != failed:  # a learned decision did not parse: kept for the next process
             self.store.set_meta(failures=dict(self.failures))
         return NoteResult(note, [d.claim for d in decisions], decisions)
 
@@ -321,10 +322,8 @@ class ProjectMemory:
     def retract(self, note_id: str, reason: str) -> list[Key]:
         """Take a note back: each key it wrote to is decided again from the claims that remain
         there, in the order they came. The keys it touched."""
-        try:
+        with store_refusals():
             return self.store.retract(note_id, reason, self._engine)
-        except StoreError as exc:
-            raise InputError(str(exc)) from None
 
     def resolve(
         self,
@@ -353,18 +352,14 @@ class ProjectMemory:
             )
         except ValidationError as exc:
             raise InputError(f"resolve: {field_of(exc)}") from exc
-        try:
+        with store_refusals():
             return self.store.resolve(claim, by, reason, self._engine())
-        except StoreError as exc:
-            raise InputError(str(exc)) from None
 
     def drop_scope(self, branch: str, env: str | None = None, reason: str = "dropped") -> int:
         """Forget a branch (a merged or abandoned one), in one environment or all: the number of
         keys dropped."""
-        try:
+        with store_refusals():
             return self.store.drop_scope(branch, env, reason)
-        except StoreError as exc:
-            raise InputError(str(exc)) from None
 
     # -- saving -----------------------------------------------------------------------------
 
@@ -401,10 +396,8 @@ class ProjectMemory:
         except (OSError, ValueError, RecursionError) as exc:
             raise InputError(f"{path}: not a saved memory ({exc.__class__.__name__}: {exc})") from exc
         store = store or Store()
-        try:
+        with store_refusals():
             store.load_state(state, saved.seen, saved.skipped)
-        except StoreError as exc:
-            raise InputError(str(exc)) from None
         return cls(
             engine=saved.engine,
             ops=ops,
@@ -413,6 +406,16 @@ class ProjectMemory:
             store=store,
             failures=Counter(saved.failures),
         )
+
+
+@contextmanager
+def store_refusals() -> Iterator[None]:
+    """The store's refusals (a correction that cannot apply, a file that is no store) as the
+    component's one error type."""
+    try:
+        yield
+    except StoreError as exc:
+        raise InputError(str(exc)) from None
 
 
 def key_state(entry: Entry | None) -> KeyState | None:
@@ -530,7 +533,5 @@ def open_store(store: str | Path | Store | None, namespace: str = DEFAULT_NAMESP
     """The store a URL or path names (``None``: one in this process), its errors as ``InputError``."""
     if isinstance(store, Store):
         return store
-    try:
+    with store_refusals():
         return Store(store or ":memory:", namespace)
-    except StoreError as exc:
-        raise InputError(str(exc)) from None

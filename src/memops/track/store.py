@@ -344,10 +344,11 @@ class Store:
             return []
         rows = self._rows(
             "SELECT c.entity, c.slot, c.branch, c.env FROM search JOIN claims c ON c.seq = search.rowid"
-            " WHERE search MATCH ? AND search.ns = ? ORDER BY rank",
-            (query, self.namespace),
+            " WHERE search MATCH ? AND search.ns = ? GROUP BY c.entity, c.slot, c.branch, c.env"
+            " ORDER BY MIN(search.rank), MIN(c.seq) LIMIT ?",
+            (query, self.namespace, limit),
         )
-        return list(dict.fromkeys(Key(*row) for row in rows))[:limit]
+        return [Key(*row) for row in rows]
 
     def seen(self) -> list[str]:
         """The ids of the notes read (written or skipped), in the order they were read."""
@@ -421,7 +422,7 @@ class Store:
             db.execute(
                 "UPDATE notes SET retracted = ? WHERE ns = ? AND id = ?", (reason, self.namespace, note_id)
             )
-            self._retire(db, "note = ?", (note_id,))
+            self._retire(db, "ns = ? AND note = ?", (self.namespace, note_id))
             self._decide_again(db, keys, engine)
             self._correction(db, "retract", note_id, None, reason)
         return keys
@@ -444,26 +445,21 @@ class Store:
         number of keys dropped. The default branch is every other branch's base, and is kept."""
         if branch == DEFAULT_BRANCH:
             raise StoreError(f"drop_scope: {DEFAULT_BRANCH} is the base of every branch; it is not dropped")
-        scope, args = ("branch = ?", (branch,)) if env is None else ("branch = ? AND env = ?", (branch, env))
+        where, args = self._where(branch=branch, env=env)
         with self._write() as db:
-            dropped = db.execute(
-                f"DELETE FROM entries WHERE ns = ? AND {scope}", (self.namespace, *args)
-            ).rowcount
-            db.execute(f"DELETE FROM transitions WHERE ns = ? AND {scope}", (self.namespace, *args))
-            self._retire(db, scope, args)
+            dropped = db.execute(f"DELETE FROM entries WHERE {where}", args).rowcount
+            db.execute(f"DELETE FROM transitions WHERE {where}", args)
+            self._retire(db, where, args)
             self._correction(db, "drop_scope", branch if env is None else f"{branch}/{env}", None, reason)
         return dropped
 
     def _retire(self, db: sqlite3.Connection, where: str, args: Sequence[Any]) -> None:
-        """Claims no longer in force: kept as rows, out of every later decision and search."""
+        """Claims no longer in force (those ``where`` selects): kept as rows, out of every later
+        decision and search."""
         db.execute(
-            "DELETE FROM search WHERE rowid IN"
-            f" (SELECT seq FROM claims WHERE ns = ? AND live = 1 AND {where})",
-            (self.namespace, *args),
+            f"DELETE FROM search WHERE rowid IN (SELECT seq FROM claims WHERE live = 1 AND {where})", args
         )
-        db.execute(
-            f"UPDATE claims SET live = 0 WHERE ns = ? AND live = 1 AND {where}", (self.namespace, *args)
-        )
+        db.execute(f"UPDATE claims SET live = 0 WHERE live = 1 AND {where}", args)
 
     def _decide_again(
         self, db: sqlite3.Connection, keys: Sequence[Key], engine: Callable[[], StateMemory]
@@ -483,8 +479,7 @@ class Store:
                     try:
                         decision = state.settle(claim, reason)
                     except ValueError:  # the value it settled on is no longer held: the verdict lapses
-                        db.execute("UPDATE claims SET live = 0 WHERE seq = ?", (seq,))
-                        db.execute("DELETE FROM search WHERE rowid = ?", (seq,))
+                        self._retire(db, "seq = ?", (seq,))
                         continue
                 else:
                     decision = state.apply(claim)
