@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from memops import open_memory
 from memops.core.config import compose_config
 from memops.core.records import Note
 from memops.data.scenarios.catalog import SYNTHETIC_CATALOG
@@ -30,6 +31,7 @@ from memops.eval.records import read_records, record_key
 from memops.eval.report import VARIANTS
 from memops.memory.example import example_claims
 from memops.operators.backends import BackendError, Request
+from memops.operators.backends.endpoint import KEY_VARIABLE, EndpointBackend
 from memops.operators.backends.factory import ServedBackend, adapter_dirs
 from memops.operators.backends.serve import ServeConfig, ServerFailed, VLLMServer, serve_env
 from memops.operators.backends.vllm import VLLMBackend
@@ -181,6 +183,45 @@ def test_the_prompted_baseline_runs_on_the_served_base(server: VLLMServer, backe
     by_url = LearnedOperators(VLLMBackend(server.base_url, server.api_key), adapters=False).compare(pairs)
     assert all(o.error is None for o in served)
     assert [o.raw for o in by_url] == [o.raw for o in served]
+
+
+def test_an_openai_compatible_endpoint_answers_as_the_server_does_and_drives_a_memory(
+    server: VLLMServer, backend, export_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bring your own operators: the server asked as any OpenAI-compatible endpoint is, each
+    operator's model by name and its schema as ``response_format``. vLLM holds an answer to that
+    as it holds one to its own ``structured_outputs``, so every call's greedy text is the one the
+    project's client gets; ``open_memory(endpoint=...)`` then reads and decides notes on it."""
+    from memops.data.replay import load_trajectory
+    from tests.conftest import shipped
+
+    episode = load_trajectory(FOLD, shipped(export_dir))
+    notes = [(s.note(), episode.catalog) for s in episode.sessions[:2]]
+    claims = example_claims()
+
+    def calls(ops: LearnedOperators) -> list[tuple[str, str, str | None]]:
+        made = [c for e in ops.extract(notes, "two-stage") for c in e.calls]
+        made += ops.compare([(claims[0], claims[1]), (claims[1], claims[2])]) + ops.update(
+            [(None, claims[0])]
+        )
+        return [(c.step, c.raw, c.error) for c in made]
+
+    endpoint = EndpointBackend(server.base_url, server.api_key, models={op: op for op in OPS})
+    asked = calls(LearnedOperators(endpoint))
+    assert asked == calls(LearnedOperators(backend))
+    assert all(error is None for _, _, error in asked), asked
+
+    monkeypatch.setenv(KEY_VARIABLE, server.api_key)
+    models = [f"{op}={op}" for op in OPS]
+    with open_memory("learned", endpoint=server.base_url, models=models, extract="two-stage") as memory:
+        first = memory.add_note("MySQL first.", claims[0].at, claims=[claims[0]])
+        second = memory.add_note("Then PostgreSQL.", claims[1].at, claims=[claims[1]])
+        read = memory.add_note(notes[0][0].text, notes[0][0].at, catalog=episode.catalog)
+    assert isinstance(memory.ops.backend, EndpointBackend)
+    assert first.error is None and second.error is None and memory.ops.calls["update"] >= 1
+    assert [d.action for d in second.decisions] in (["supersede"], ["contested"], ["merge"])
+    assert memory.ops.calls["select"] == 1
+    assert read.error is None or read.error.startswith("no claim parsed")
 
 
 def test_a_probe_reads_what_the_hf_backend_reads(

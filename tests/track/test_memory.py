@@ -268,3 +268,43 @@ def test_value_at_a_time_without_its_offset_is_an_input_error() -> None:
     with pytest.raises(InputError, match="value_at"):
         mem.value_at("database", "engine", "2024-03-02")
     assert mem.value_at("database", "engine", "2026-03-10T00:00:00Z") == "PostgreSQL 15"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"extract": "two-stage-read"}, "reads how likely each answer is"),
+        ({"extract": "two-stage-scored"}, "reads how likely each answer is"),
+        ({"models": ["extract=m", "compare=m"]}, "no model for update"),
+        ({"models": ["judge=m", "m"]}, r"name \['judge'\]"),
+        ({"models": {"extract": "m", "compare": " ", "update": "m"}}, "no model name for compare"),
+        ({"models": ()}, "an endpoint and its models are given together"),
+        ({"endpoint": None}, "an endpoint and its models are given together"),
+        ({"endpoint": "127.0.0.1:8000/v1"}, "not an http"),
+        ({"engine": "symbolic"}, "engine=symbolic runs no model"),
+    ],
+)
+def test_an_endpoint_the_memory_cannot_run_is_refused_in_one_line_before_any_call(
+    kwargs: dict, error: str
+) -> None:
+    """Bring-your-own operators are checked when the memory opens: the modes that read
+    likelihoods, which an endpoint does not give, and models that name no model per operator."""
+    given = {"engine": "learned", "endpoint": "http://127.0.0.1:9/v1", "models": "any-model", **kwargs}
+    engine = given.pop("engine")
+    with pytest.raises(InputError, match=error), open_memory(engine, **given):
+        pass
+
+
+def test_an_endpoints_models_are_one_for_all_or_one_per_operator() -> None:
+    from memops.operators.backends.endpoint import EndpointBackend, endpoint_models
+
+    assert endpoint_models("qwen") == {"extract": "qwen", "compare": "qwen", "update": "qwen"}
+    assert endpoint_models(["qwen", "compare=small/judge-7b"]) == {
+        "extract": "qwen",
+        "compare": "small/judge-7b",
+        "update": "qwen",
+    }
+    backend = EndpointBackend("http://127.0.0.1:9/v1", "key", models="qwen")
+    with pytest.raises(BackendError, match="cannot read how likely"):
+        backend.probe([])
+    assert backend._served("extract-stages") == "qwen"

@@ -164,3 +164,44 @@ def test_a_key_made_for_the_server_is_readable_by_its_owner_alone(
     assert [p.name for p in path.parent.iterdir()] == ["m.db.key"]  # nothing left beside it
     monkeypatch.setenv("MEMOPS_API_KEY", "given")
     assert api_key(path) == "given" and path.read_text().strip() == key
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (
+            ["serve", "--endpoint", "http://127.0.0.1:9/v1", "--endpoint-model", "m"],
+            "engine=symbolic runs no model",
+        ),
+        (["serve", "--engine", "learned", "--endpoint-model", "m"], "given together"),
+        (
+            ["track", ".", "--catalog", "python-project", "--endpoint", "http://127.0.0.1:9/v1"],
+            "given together",
+        ),
+    ],
+)
+def test_an_endpoint_without_its_models_or_engine_is_one_line(
+    argv: list[str], error: str, tmp_path: Path
+) -> None:
+    """``--endpoint`` and ``--endpoint-model`` come together, and need an engine that runs a model."""
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m", "first"],
+        check=True,
+        env={
+            **os.environ,
+            "GIT_AUTHOR_NAME": "a",
+            "GIT_AUTHOR_EMAIL": "a@b",
+            "GIT_COMMITTER_NAME": "a",
+            "GIT_COMMITTER_EMAIL": "a@b",
+        },
+    )
+    argv = [str(repo) if a == "." else a for a in argv]
+    where = ["--store", str(tmp_path / "m.db")] if argv[0] == "serve" else ["--out", str(tmp_path / "out")]
+    done = subprocess.run(
+        [sys.executable, "-m", "memops", *argv, *where], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode != 0
+    assert error in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from memops.operators.backends import BackendError
+from memops.operators.backends.endpoint import add_endpoint_arguments
 from memops.operators.learned import EXTRACT_MODES
 from memops.track.memory import InputError, open_memory
 from memops.track.store import DEFAULT_NAMESPACE, store_path
@@ -64,6 +65,7 @@ def main() -> None:
     parser.add_argument(
         "--mcp", action="store_true", help="speak MCP over stdin and stdout instead (for a coding agent)"
     )
+    add_endpoint_arguments(parser)
     parser.add_argument("overrides", nargs="*", help="overrides of the model and backend (model.path=...)")
     args = parser.parse_intermixed_args()
 
@@ -79,6 +81,8 @@ def main() -> None:
             store=args.store,
             namespace=args.namespace,
             overrides=args.overrides,
+            endpoint=args.endpoint,
+            models=args.endpoint_model,
         ) as memory:
             if args.mcp:
                 from memops.track.agent_tools import make_tools

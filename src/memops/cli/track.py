@@ -35,6 +35,7 @@ from memops.data.export import ExportError
 from memops.data.problems import DataError
 from memops.memory import StateMemory
 from memops.operators.backends import BackendError
+from memops.operators.backends.endpoint import add_endpoint_arguments
 from memops.operators.learned import EXTRACT_MODES
 from memops.track.git import SINCE_HELP, check_revision, commits, identity, moment, note, on_branch
 from memops.track.memory import InputError, ProjectMemory, open_memory, open_store
@@ -112,6 +113,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="default: outputs/track/<repository name>-<its root commit>")
     parser.add_argument("--budget", type=positive, default=1700, help="characters of the printed state")
     parser.add_argument("--reset", action="store_true", help="forget the saved memory and start over")
+    add_endpoint_arguments(parser)
     parser.add_argument("overrides", nargs="*", help="overrides of the model and backend (model.path=...)")
     args = parser.parse_intermixed_args()
     repo = args.repository.expanduser().resolve()
@@ -164,6 +166,8 @@ def follow(args: argparse.Namespace, repo: Path, out: Path, adapters: Path) -> t
             catalog=args.catalog,
             store=store,
             overrides=args.overrides,
+            endpoint=args.endpoint,
+            models=args.endpoint_model,
             log=out / "serve.log",
         )
     )

@@ -72,6 +72,9 @@ STAGED_MODES: tuple[ExtractMode, ...] = (
     "two-stage-read",
 )
 """The modes that run on the ``extract-stages`` adapter."""
+READ_MODES: tuple[ExtractMode, ...] = ("two-stage-scored", "two-stage-read")
+"""The modes that read how likely given answers are (probes) beside decoding: a backend that
+only generates (an OpenAI-compatible endpoint) cannot run them."""
 NOTE_STEPS = frozenset({EXTRACT.name, "select", "fill"})
 """The calls about one note: their prompts are the same up to the task (``with_task``), and
 each note is asked in several (``Request.stem``)."""

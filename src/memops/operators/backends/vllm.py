@@ -201,11 +201,6 @@ class VLLMBackend:
         request: Request,
         bias: dict[str, float] | None = None,
     ) -> Completion:
-        extra: dict[str, Any] = (
-            {"structured_outputs": {"json": request.json_schema}} if request.json_schema else {}
-        )
-        if bias:
-            extra["logit_bias"] = bias
         response, seconds, refused = await self._call(
             gate,
             request.adapter,
@@ -214,7 +209,7 @@ class VLLMBackend:
                 messages=request.messages,  # type: ignore[arg-type]
                 max_tokens=request.max_tokens,
                 temperature=0,
-                extra_body=extra or None,
+                **self._constrained(request, bias),
             ),
         )
         if refused:
@@ -265,6 +260,17 @@ class VLLMBackend:
                 "(make serve-env installs it)"
             )
         return read, seconds, None
+
+    @staticmethod
+    def _constrained(request: Request, bias: dict[str, float] | None) -> dict[str, Any]:
+        """What a chat request adds to hold its answer to the schema: vLLM's own
+        ``structured_outputs`` (and the logit bias of a favoured text)."""
+        extra: dict[str, Any] = (
+            {"structured_outputs": {"json": request.json_schema}} if request.json_schema else {}
+        )
+        if bias:
+            extra["logit_bias"] = bias
+        return {"extra_body": extra or None}
 
     def _served(self, adapter: str) -> str:
         """The model name a request asks for: the adapter's, or the base's for ``BASE``."""
