@@ -82,6 +82,8 @@ def test_a_respelling_is_normalised_to_the_one_spelling(pair: str, written: str,
         ("tests.runner", "deferred annotations"),
         ("lint.line_length", "the line length"),
         ("build.backend", "a custom backend"),
+        ("docs.builder", "Sphinx, Sphinx"),  # the reader lists each builder once, sorted
+        ("docs.builder", "Sphinx, MkDocs"),
     ],
 )
 def test_a_phrase_is_no_value_of_a_typed_slot(pair: str, phrase: str) -> None:
@@ -103,6 +105,8 @@ def test_a_phrase_is_no_value_of_a_typed_slot(pair: str, phrase: str) -> None:
         ("lint.line_length", "120"),
         ("tests.coverage_threshold", "96.57%"),
         ("docs.builder", "MkDocs, Sphinx (sphinx_immaterial theme)"),
+        ("docs.builder", "Sphinx (furo theme)"),
+        ("docs.builder", "MkDocs (material theme)"),
     ],
 )
 def test_the_fill_grammar_lets_a_value_of_the_type_through(pair: str, value: str) -> None:
