@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from memops.core.folds import Fold
 from memops.core.layout import SYNTHETIC, TRAINING_FOLDS
 from memops.core.sources import SHIPPED
 from memops.data.build import LeakageError, check_leakage, fold_splits
@@ -142,10 +143,10 @@ def test_real_trajectories_limits_what_a_trajectory_fold_trains_on(export_dir: P
     trajectories = [load_trajectory(name, shipped(export_dir)) for name in SHIPPED]
     held_out = trajectories[2].id
     for k, want in ((0, 0), (1, 1), (2, 2), (None, 4)):
-        train = fold_splits(held_out, [], trajectories, 0.2, k)["train"]
+        train = fold_splits(Fold.of(held_out, real_trajectories=k), [], trajectories, 0.2)["train"]
         assert [t.id for t in train] == [t.id for t in trajectories if t.id != held_out][:want]
-    assert len(fold_splits("all", [], trajectories, 0.2, 1)["train"]) == 5
-    assert fold_splits(SYNTHETIC, [], trajectories, 0.2, 3)["train"] == []
+    assert len(fold_splits(Fold.of("all", real_trajectories=1), [], trajectories, 0.2)["train"]) == 5
+    assert fold_splits(Fold.of(SYNTHETIC, real_trajectories=3), [], trajectories, 0.2)["train"] == []
 
 
 def test_real_repeat_weights_the_trajectories_a_fold_takes(export_dir: Path) -> None:
@@ -153,11 +154,12 @@ def test_real_repeat_weights_the_trajectories_a_fold_takes(export_dir: Path) -> 
     fold do not change."""
     trajectories = [load_trajectory(name, shipped(export_dir)) for name in SHIPPED]
     held_out = trajectories[0].id
-    once = fold_splits(held_out, [], trajectories, 0.2, 2)
-    thrice = fold_splits(held_out, [], trajectories, 0.2, 2, real_repeat=3)
+    two = Fold.of(held_out, real_trajectories=2)
+    once = fold_splits(two, [], trajectories, 0.2)
+    thrice = fold_splits(two, [], trajectories, 0.2, real_repeat=3)
     assert [t.id for t in thrice["train"]] == [t.id for t in once["train"]] * 3
     assert thrice["test"] == once["test"] and [t.id for t in once["test"]] == [held_out]
-    assert fold_splits(SYNTHETIC, [], trajectories, 0.2, None, real_repeat=3)["train"] == []
+    assert fold_splits(Fold.of(SYNTHETIC), [], trajectories, 0.2, real_repeat=3)["train"] == []
     with pytest.raises(ValueError, match="real_repeat=0: must be 1 or more"):
         DataConfig(exports=[str(export_dir)], real_repeat=0)
 
@@ -169,9 +171,9 @@ def test_synthetic_plus_adds_trajectories_to_the_synthetic_fold_alone(
     the others out (the leakage check runs against each of them)."""
     trajectories = [load_trajectory(name, shipped(export_dir)) for name in SHIPPED]
     plus = [SHIPPED[3], SHIPPED[1]]
-    splits = fold_splits(SYNTHETIC, [], trajectories, 0.2, synthetic_plus=plus, real_repeat=2)
+    splits = fold_splits(Fold.of(SYNTHETIC, plus), [], trajectories, 0.2, real_repeat=2)
     assert [t.id for t in splits["train"]] == [SHIPPED[1], SHIPPED[3]] * 2
-    held_out = fold_splits(SHIPPED[0], [], trajectories, 0.2, synthetic_plus=plus)
+    held_out = fold_splits(Fold.of(SHIPPED[0], plus), [], trajectories, 0.2)
     assert len(held_out["train"]) == 4  # a trajectory fold is not affected
 
     out = tmp_path / "ds"

@@ -11,7 +11,7 @@ backends and the Slurm submitter all ask.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 OUTPUTS = "outputs"
@@ -53,40 +53,6 @@ def test_file(root: str | Path, fold: str, dataset: str) -> Path:
 
 def run_dir(runs_dir: str | Path, run: str) -> Path:
     return Path(runs_dir) / run
-
-
-def saw_trajectory(adapter_fold: str, trajectory: str, trained_on: Collection[str] | None = None) -> bool:
-    """Whether an adapter trained on fold ``adapter_fold`` had ``trajectory`` in its training
-    data. ``trained_on``, the trajectories its manifest lists, settles it where known; otherwise
-    the fold's name does: fold ``all`` has every trajectory, fold ``synthetic`` none (unless
-    given ``synthetic_plus``, which its manifest then lists), and a trajectory's fold every
-    trajectory but its own. Scoring it on one it saw is a leak."""
-    if trained_on is not None:
-        return trajectory in trained_on
-    if adapter_fold == ALL:
-        return True
-    return adapter_fold != SYNTHETIC and adapter_fold != trajectory
-
-
-def adapter_fold(path: str | Path) -> str | None:
-    """The fold an adapter was trained on: its manifest's ``config.fold`` where the folder is
-    readable here, else the layout's ``<model>/<fold>/<op>``; None when neither says."""
-    folder = Path(path)
-    try:
-        return str(json.loads((folder / ADAPTER_MANIFEST).read_text())["config"]["fold"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    return folder.parent.name if len(folder.parts) >= 3 else None
-
-
-def adapter_trajectories(path: str | Path) -> list[str] | None:
-    """The trajectories an adapter's train split held, as its manifest lists them; None where
-    the manifest is not readable here or predates the list."""
-    try:
-        trained = json.loads((Path(path) / ADAPTER_MANIFEST).read_text())["trajectories"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return list(trained) if isinstance(trained, list) else None
 
 
 def adapter_finished(path: str | Path) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from memops.core.layout import ALL, SYNTHETIC
+from memops.core.folds import Fold
 from memops.core.sessions import Episode
 from memops.data.realism import baseline_markdown, one_input_baseline, realism, realism_markdown
 from memops.operators.examples import Example, stage_examples
@@ -91,29 +91,19 @@ def build_pool(
 
 
 def fold_splits(
-    fold: str,
+    fold: Fold,
     synthetic: list[Episode],
     trajectories: list[Episode],
     validation_fraction: float,
-    real_trajectories: int | None = None,
     real_repeat: int = 1,
-    synthetic_plus: Collection[str] = (),
 ) -> dict[str, list[Episode]]:
-    """``real_trajectories``: how many of the other trajectories a trajectory fold's train split
-    takes, in their given order (all when unset); ``real_repeat``: how many times it takes each.
-    A trajectory that shares a note with the held-out one (one author's same commit in two
-    mined repositories) is not among them: its examples would quote the held-out note.
-    ``synthetic_plus``: the trajectories fold ``synthetic`` takes."""
+    """The episodes of each split: the scenarios' training part and the trajectories the fold
+    takes (``Fold.takes``), each ``real_repeat`` times; the scenarios' validation part; the
+    trajectory it is named after as its test split."""
     val = [e for e in synthetic if is_validation(e.id, validation_fraction)]
     train = [e for e in synthetic if not is_validation(e.id, validation_fraction)]
-    if fold == SYNTHETIC:
-        train += [t for t in trajectories if t.id in synthetic_plus] * real_repeat
-    else:
-        held = {s.text for t in trajectories if t.id == fold for s in t.sessions}
-        others = [t for t in trajectories if t.id != fold and not held & {s.text for s in t.sessions}]
-        taken = others if fold == ALL or real_trajectories is None else others[:real_trajectories]
-        train += taken * real_repeat
-    test = [t for t in trajectories if t.id == fold]
+    train += fold.takes(trajectories) * real_repeat
+    test = [t for t in trajectories if t.id == fold.name]
     return {"train": train, "validation": val, "test": test}
 
 
@@ -189,25 +179,19 @@ def build_folds(
     progress: bool = True,
 ) -> dict[str, dict[str, dict[str, int]]]:
     """Write every requested fold; returns split sizes per fold and op."""
-    by_id = {t.id: t for t in trajectories}
     sizes: dict[str, dict[str, dict[str, int]]] = {}
-    for fold in tqdm(folds, desc="folds", unit="fold", disable=not progress):
-        episodes = fold_splits(
-            fold, synthetic, trajectories, validation_fraction, real_trajectories, real_repeat, synthetic_plus
-        )
-        if fold == SYNTHETIC:
-            held_out = [t for t in trajectories if t.id not in synthetic_plus]
-        else:
-            held_out = [] if fold == ALL else [by_id[fold]]
-        sizes[fold] = {}
+    for name in tqdm(folds, desc="folds", unit="fold", disable=not progress):
+        fold = Fold.of(name, synthetic_plus, real_trajectories)
+        episodes = fold_splits(fold, synthetic, trajectories, validation_fraction, real_repeat)
+        sizes[name] = {}
         for op in pool.datasets:
             splits = {split: pool.examples(op, episodes[split]) for split in SPLITS}
             if op == STAGES_ADAPTER:
                 splits["test"] = []
-            for trajectory in held_out:
+            for trajectory in fold.holds_out(trajectories):
                 check_leakage(trajectory, splits)
-            save_op(out_dir / fold / op, splits)
-            sizes[fold][op] = {split: len(rows) for split, rows in splits.items()}
+            save_op(out_dir / name / op, splits)
+            sizes[name][op] = {split: len(rows) for split, rows in splits.items()}
     return sizes
 
 

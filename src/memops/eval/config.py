@@ -9,6 +9,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from memops.core.config import RunConfig
+from memops.core.folds import Fold
 from memops.core.layout import SYNTHETIC
 from memops.core.names import known_names, safe_path
 from memops.data.config import DataConfig, data_config
@@ -148,6 +149,10 @@ class LooConfig(TrainingRun):
             return self.adapters_fold
         return fold
 
+    def synthetic_fold(self) -> Fold:
+        """The ``synthetic`` fold the run's data build makes."""
+        return Fold.of(SYNTHETIC, self.synthetic_plus)
+
     def shares_adapters(self) -> bool:
         """One set of adapters evaluates every fold: one backend, one vLLM server, for the run."""
         return bool(self.adapters_fold) and not self.own_adapters
@@ -173,7 +178,7 @@ class LooConfig(TrainingRun):
             if not self.extract_stages:
                 raise ValueError(f"extract_modes: {mode} needs extract_stages=true (its adapter)")
         if self.folds is None:
-            self.folds = [n for n in self.sources().names() if n not in self.synthetic_plus]
+            self.folds = [n for n in self.sources().names() if not self.synthetic_fold().saw(n)]
         self.check_folds("folds", self.folds)
         known_names("own_adapters", self.own_adapters, adapters(self.extract_stages))
         if self.own_adapters and not self.adapters_fold:
@@ -191,7 +196,7 @@ class LooConfig(TrainingRun):
                 "adapters each fold trains in own_adapters"
             )
         self.check_folds("synthetic_plus", self.synthetic_plus)
-        scored = [f for f in self.folds if f in self.synthetic_plus]
+        scored = [f for f in self.folds if self.synthetic_fold().saw(f)]
         if scored and self.adapters_fold == SYNTHETIC:
             raise ValueError(
                 f"folds: {scored} are in synthetic_plus, so the synthetic fold's adapters trained on "

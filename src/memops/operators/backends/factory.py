@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
-from memops.core.layout import ALL, adapter_finished, adapter_fold, adapter_trajectories, saw_trajectory
+from memops.core.folds import Fold
+from memops.core.layout import ALL, adapter_finished
 from memops.core.models import ModelConfig
 from memops.core.sessions import Episode
 from memops.operators.backends import Backend, BackendError, Completion, Odds, Probe, Request
@@ -141,7 +142,7 @@ def check_served(url: str, served: Mapping[str, str], needs: Sequence[str], fold
             "start it with --lora-modules " + " ".join(f"{n}=<dir>" for n in needs)
         )
     for name in needs:
-        if not served[name] or adapter_fold(served[name]) is None:
+        if not served[name] or Fold.of_adapter(served[name]) is None:
             raise BackendError(
                 f"{url} serves adapter {name} from {served[name] or 'an unnamed path'}: cannot tell which "
                 "fold it was trained on; serve the adapters from the folders memops train writes"
@@ -150,15 +151,15 @@ def check_served(url: str, served: Mapping[str, str], needs: Sequence[str], fold
 
 
 def check_unseen(adapters: Mapping[str, str | Path], folds: Sequence[str]) -> None:
-    """Refuse to score a fold with an adapter whose training data held it: as its manifest lists
-    them where it can be read here, else as its fold's name says (``saw_trajectory``)."""
+    """Refuse to score a fold with an adapter whose training data held it (``Fold.saw``, as its
+    manifest lists them where it can be read here, else as its fold's name says)."""
     for name, path in adapters.items():
-        trained, trajectories = adapter_fold(path), adapter_trajectories(path)
-        for fold in folds:  # a fold that cannot be told (None) counts as one that saw them all
-            if saw_trajectory(trained or ALL, fold, trajectories):
+        trained = Fold.of_adapter(path) or Fold(ALL)  # a fold that cannot be told saw them all
+        for fold in folds:
+            if trained.saw(fold):
                 raise BackendError(
                     f"fold {fold}: the served adapter {name} ({path}) was trained on fold "
-                    f"{trained}, whose training data hold {fold}; serve fold {fold}'s own adapters "
+                    f"{trained.name}, whose training data hold {fold}; serve fold {fold}'s own adapters "
                     "(or the synthetic fold's) to score it"
                 )
 
