@@ -14,6 +14,8 @@ with its commit.
     memops track ~/src/mylib --catalog python-project                 # the shipped example catalog
     memops track ~/src/mylib --catalog slots.yaml --adapters outputs/adapters/smollm2-135m-instruct/all \\
         --model smollm2-135m-instruct --since 2024-01-01
+    memops track ~/src/mylib --catalog python-project --endpoint http://127.0.0.1:8000/v1 \
+        --endpoint-model Qwen/Qwen2.5-14B-Instruct                  # any OpenAI-compatible endpoint
 """
 
 from __future__ import annotations
