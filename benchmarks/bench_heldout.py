@@ -48,7 +48,7 @@ from memops.eval.config import LooConfig
 from memops.eval.loo import PHASES
 from memops.eval.parity import parity as decoding_parity
 from memops.eval.plan import AdapterMismatch, steps
-from memops.eval.report import cell
+from memops.eval.tables import cell
 from memops.eval.timeline import IN_LANES, OVERLAPPED, PASS_STAGE, SIDE_BY_SIDE, phase_row, plot
 from memops.train.config import train_config
 from memops.train.cpu import cpu_model, matmul_flags, native_bf16

@@ -24,7 +24,7 @@ from pathlib import Path
 from memops.core.config import compose_config
 from memops.core.layout import OUTPUTS
 from memops.eval.config import LooConfig
-from memops.eval.report import cell
+from memops.eval.tables import cell
 
 ROOT = Path(__file__).resolve().parents[1]
 METRICS = ("compare", "update")

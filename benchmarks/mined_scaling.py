@@ -33,7 +33,8 @@ from memops.core.layout import OUTPUTS
 from memops.core.sources import MINED, MINED_FOLDER, SHIPPED, Sources
 from memops.data.replay import load_trajectory
 from memops.eval.records import read_records
-from memops.eval.report import cell, summarize
+from memops.eval.summary import summarize
+from memops.eval.tables import cell
 
 ROOT = Path(__file__).resolve().parents[1]
 SPLIT = json.loads((MINED / "split.json").read_text())

@@ -42,7 +42,7 @@ from memops.eval.config import LooConfig
 from memops.eval.loo import adapters_of
 from memops.eval.metrics import bootstrap_ci, token_f1, value_match
 from memops.eval.records import RecordsError, json_lines, mend_tail
-from memops.eval.report import cell
+from memops.eval.tables import cell
 from memops.operators.backends.hf import HFBackend
 from memops.operators.learned import LearnedOperators
 from memops.operators.prompts import fill_messages

@@ -19,7 +19,8 @@ from memops.data.problems import DataError
 from memops.eval.config import LooConfig
 from memops.eval.loo import PHASES, SETTINGS, check_settings, evaluate, run_settings
 from memops.eval.records import Records, RecordsError, json_lines, mend_tail, read_records
-from memops.eval.report import ENGINE_ONLY, LEARNED, METRICS, VARIANTS, table
+from memops.eval.summary import ENGINE_ONLY, LEARNED, METRICS, VARIANTS
+from memops.eval.tables import table
 from memops.operators.backends import BackendError
 from memops.operators.backends.factory import check_served, check_unseen
 from memops.operators.learned import OPT_IN_MODES

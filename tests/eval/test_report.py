@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from memops.eval.report import markdown, summarize
+from memops.eval.summary import summarize
+from memops.eval.tables import markdown
 
 
 def record(fold: str, op: str, variant: str, i: int, score: float, error: str | None = None) -> dict:

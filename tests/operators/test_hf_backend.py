@@ -10,7 +10,8 @@ import pytest
 from memops.core.models import ModelConfig
 from memops.data.replay import load_trajectory
 from memops.operators.backends import BASE, BackendError, Request
-from memops.operators.backends.hf import HFBackend, StemCache, prompt_text, stem_ends
+from memops.operators.backends.hf import HFBackend, prompt_text
+from memops.operators.backends.prefixes import StemCache, stem_ends
 from memops.operators.learned import LearnedOperators
 from memops.operators.prompts import extract_messages, fill_messages, select_messages
 from memops.operators.registry import OPS

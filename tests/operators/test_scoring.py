@@ -17,14 +17,8 @@ from memops.core.records import Catalog, CatalogEntry, Note
 from memops.data.replay import load_trajectory
 from memops.eval.calibration import best_threshold, calibrate
 from memops.operators.backends import BackendError, Probe, parting
-from memops.operators.backends.hf import (
-    PACK_TOKENS,
-    HFBackend,
-    packs,
-    prompt_text,
-    read_continuations,
-    shared_prefixes,
-)
+from memops.operators.backends.hf import HFBackend, prompt_text
+from memops.operators.backends.prefixes import PACK_TOKENS, packs, read_continuations, shared_prefixes
 from memops.operators.backends.symbolic import SymbolicBackend
 from memops.operators.examples import stage_examples
 from memops.operators.learned import LearnedOperators, overlap_scores, overlap_selection

@@ -28,7 +28,7 @@ from memops.data.scenarios.catalog import SYNTHETIC_CATALOG
 from memops.eval.loo import evaluate
 from memops.eval.parity import parity
 from memops.eval.records import read_records, record_key
-from memops.eval.report import VARIANTS
+from memops.eval.summary import VARIANTS
 from memops.memory.example import example_claims
 from memops.operators.backends import BackendError, Request
 from memops.operators.backends.endpoint import KEY_VARIABLE, EndpointBackend

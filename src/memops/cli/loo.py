@@ -24,7 +24,7 @@ from memops.eval.dry_run import describe_loo, loo_plan
 from memops.eval.loo import evaluate
 from memops.eval.plan import AdapterMismatch
 from memops.eval.records import RecordsError
-from memops.eval.report import table
+from memops.eval.tables import table
 from memops.operators.backends import BackendError
 from memops.train.recipe import TrainingFailed
 from memops.train.tracking import TrackerError

@@ -16,7 +16,8 @@ from memops.cli import hydra_entry
 from memops.core.config import entry_config
 from memops.eval.config import ReportConfig
 from memops.eval.records import RecordsError
-from memops.eval.report import build_report, merge_folds, table
+from memops.eval.report import build_report, merge_folds
+from memops.eval.tables import table
 
 CONFIG = "report"
 """The config this command composes unless ``--config-name`` names another."""

@@ -4,7 +4,7 @@ match and its answers' label mix beside the gold's, and the collapse guard.
 A decision adapter can lower its validation loss while answering one label for nearly every
 input (docs/log/transfer.md: the demo's recipe at seeds 1 and 2). The loss does not show it; the
 answers do. Each validation prompt's allowed answers (``Operator.answers``) are read by the
-adapter's likelihood, teacher-forced (``backends.hf.read_continuations``), on the model in
+adapter's likelihood, teacher-forced (``backends.prefixes.read_continuations``), on the model in
 memory: no decoding, no second load. The rows are the validation split the trainer evaluated
 and the contract suite's validation part, whose names and values no training source uses.
 """
@@ -50,7 +50,8 @@ def dropped(answers: Counter[str], gold: Counter[str]) -> list[str]:
 def read_answers(model: Any, tokenizer: Any, op: str, prompts: Sequence[list[dict[str, str]]]) -> list[str]:
     """The most likely allowed answer to each prompt, as its label."""
     from memops.operators.backends import parting
-    from memops.operators.backends.hf import prompt_text, read_continuations
+    from memops.operators.backends.hf import prompt_text
+    from memops.operators.backends.prefixes import read_continuations
 
     spec = OPERATORS[op]
     options = [a.model_dump_json() for a in spec.answers]

@@ -32,7 +32,7 @@ class Request:
     favour_bias: float = 0.0
     stem: bool = False
     """Other calls will ask about the same note (the extraction steps): the hf backend keeps this
-    prompt's stems for them (``hf.StemCache``). vLLM's prefix cache needs no hint."""
+    prompt's stems for them (``prefixes.StemCache``). vLLM's prefix cache needs no hint."""
 
 
 @dataclass(frozen=True)
