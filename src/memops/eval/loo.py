@@ -20,6 +20,7 @@ from memops.core.files import write_atomic
 from memops.core.lanes import halves
 from memops.core.layout import adapter_finished, adapters_path, run_dir, test_file
 from memops.core.locks import exclusive
+from memops.core.sessions import Episode
 from memops.data.manifest import fingerprint, write_manifest
 from memops.data.problems import DataError, Problem
 from memops.data.replay import load_trajectory
@@ -27,7 +28,7 @@ from memops.eval.calibration import calibrate, calibration_json
 from memops.eval.config import LooConfig
 from memops.eval.contract import CONTRACT_RECORDS, score_contract
 from memops.eval.harness import ask_replays, load_test, replay_fold, score_fold
-from memops.eval.plan import check_trained_as, steps
+from memops.eval.plan import Plan, check_trained_as, steps
 from memops.eval.records import Records, RecordsError
 from memops.eval.report import build_report
 from memops.operators.adapters import collapse_warning
@@ -261,10 +262,27 @@ def evaluate(cfg: LooConfig, overrides: list[str] | None = None) -> dict[str, An
 
 
 def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[str, Any]:
+    """The run's phases in order: prepare (datasets, settings, base), then each set of adapters
+    trained, served and scored on its folds, then the manifest and the report."""
     out.mkdir(parents=True, exist_ok=True)
     records = Records(out / "records.jsonl")
     began = time.perf_counter()
     phases = dict.fromkeys(PHASES, 0.0)
+    plan, settings = prepare(cfg, out, records, phases)
+    serving: dict[str, Any] = {}
+    # One backend per set of adapters: each fold's own, or one for every fold when they share
+    # the adapters of ``adapters_fold`` (a single vLLM server then serves the whole run).
+    sets = [cfg.folds] if cfg.shares_adapters() else [[f] for f in cfg.folds]
+    for folds in sets:
+        score_set(cfg, out, folds, plan, records, phases, serving, suite=folds == sets[0])
+    return finish(cfg, out, overrides, settings, records, phases, serving, time.perf_counter() - began)
+
+
+def prepare(
+    cfg: LooConfig, out: Path, records: Records, phases: dict[str, float]
+) -> tuple[Plan, dict[str, Any]]:
+    """What the run needs before any adapter: a given server checked, the datasets built and
+    checked, the run's settings checked against its records, the base built."""
     check_given_server(cfg.backend, cfg.served_adapters(), cfg.folds)
     trains = not cfg.adapters and cfg.backend.kind != "symbolic"
     plan = steps(cfg, trains)
@@ -278,98 +296,148 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
     if plan.base_missing and cfg.backend.kind != "symbolic":
         with timed(phases, "base"):
             ensure_model(cfg.model)
-    serving: dict[str, Any] = {}
-    # One backend per set of adapters: each fold's own, or one for every fold when they share
-    # the adapters of ``adapters_fold`` (a single vLLM server then serves the whole run).
-    sets = [cfg.folds] if cfg.shares_adapters() else [[f] for f in cfg.folds]
-    for folds in sets:
-        episodes = {f: load_trajectory(f, cfg.sources()) for f in folds}
-        name = cfg.adapters_fold if cfg.shares_adapters() else folds[0]  # whose set of adapters
-        owner = {a: cfg.trained_on(folds[0], a) for a in cfg.served_adapters()}
-        dirs, elsewhere = None, []  # elsewhere: adapters other jobs are training
-        if cfg.backend.kind != "symbolic":
-            dirs = adapters_of(cfg, folds[0])
-            untrained = [
-                a for a in owner if (owner[a], a) in plan.untrained and not adapter_finished(dirs[a])
-            ]
-            if cfg.wait_for_training_s:
-                elsewhere = untrained
-            else:
-                with timed(phases, "training"):
-                    train_adapters(cfg, [(owner[a], a) for a in untrained], out / "logs")
-            if elsewhere and cfg.backend.kind != "hf":  # a server loads its adapters as it starts
-                with timed(phases, "adapter wait"):
-                    wait_for_adapters(cfg, [(owner[a], a) for a in elsewhere])
-                elsewhere = []
-        log = out / "logs" / f"serve-{name}.log"
-        needs = [a for a in cfg.served_adapters() if a not in elsewhere]
-        if dirs is not None:  # given (adapters=<root>) or trained here: none saw a fold it scores
-            check_unseen({a: dirs[a] for a in needs}, folds)
-        with ExitStack() as stack:
-            with timed(phases, "backend start"):
-                backend = stack.enter_context(
-                    open_backend(cfg.backend, cfg.model, dirs, list(episodes.values()), log, needs)
-                )
-            # hf: the adapters still in training, loaded once they finish; one that finished
-            # since the plan was loaded with the others, and is checked as they were.
-            missing = [a for a in elsewhere if isinstance(backend, HFBackend) and a not in backend.adapters]
-            wait_for_adapters(cfg, [(owner[a], a) for a in elsewhere if a not in missing])
-            if isinstance(backend, SymbolicBackend):
-                for fold in folds:
-                    for op in DECISIONS:
-                        for example in load_test(Path(cfg.datasets_dir), fold, op):
-                            backend.remember(example["prompt"], example["completion"][0]["content"])
-            if isinstance(backend, ServedBackend):
-                serving[name] = backend.describe()
-            ops = LearnedOperators(backend, favour_note=cfg.favour_note, decisions=cfg.decisions)
-            data, modes = Path(cfg.datasets_dir), cfg.learned_modes()
-            uncalibrated = "two-stage-scored" in modes and not isinstance(backend, SymbolicBackend)
-            # Every fold's operator scores first, then the engine replays (the slow part), so a
-            # run stopped early still has the operator table for every fold. A run that waits
-            # for adapters in training scores what the loaded ones serve, then loads the others.
-            while True:
-                if uncalibrated and mode_adapter("two-stage-scored") not in missing:
-                    with timed(phases, "calibration"):
-                        ops.threshold = threshold(cfg, out, owner[mode_adapter("two-stage-scored")], ops)
-                    uncalibrated = False
-                for fold, episode in episodes.items():
-                    with timed(phases, "operators"):
-                        score_fold(
-                            fold,
-                            data,
-                            episode,
-                            ops,
-                            records,
-                            modes,
-                            cfg.batch,
-                            cfg.progress,
-                            missing,
-                            cfg.prompted,
-                        )
-                    if isinstance(backend, HFBackend) and backend.stems is not None:
-                        backend.stems.clear()  # no later call asks about this fold's notes
-                    print(f"{fold}: operators scored ({len(records.records)} records so far)", flush=True)
-                if not missing:
-                    break
-                with timed(phases, "adapter wait"):
-                    wait_for_adapters(cfg, [(owner[a], a) for a in missing])
-                    backend.add_adapters({a: dirs[a] for a in missing})
-                missing = []
-            if cfg.contract and folds == sets[0]:
-                if isinstance(backend, SymbolicBackend):
-                    backend.remember_suite()
-                with timed(phases, "contract suite"):
-                    score_contract(
-                        ops, Records(out / CONTRACT_RECORDS), "test", cfg.contract, cfg.batch, cfg.progress
+    return plan, settings
+
+
+def ready_adapters(
+    cfg: LooConfig, out: Path, folds: list[str], plan: Plan, phases: dict[str, float]
+) -> tuple[dict[str, Path] | None, dict[str, str], list[str]]:
+    """The adapters that score ``folds``: their folders (None for the rules), the fold each
+    trains on, and those other jobs are still training (``wait_for_training_s``); the others
+    are trained here first, or waited for when a server must load them all as it starts."""
+    owner = {a: cfg.trained_on(folds[0], a) for a in cfg.served_adapters()}
+    if cfg.backend.kind == "symbolic":
+        return None, owner, []
+    dirs, elsewhere = adapters_of(cfg, folds[0]), []
+    untrained = [a for a in owner if (owner[a], a) in plan.untrained and not adapter_finished(dirs[a])]
+    if cfg.wait_for_training_s:
+        elsewhere = untrained
+    else:
+        with timed(phases, "training"):
+            train_adapters(cfg, [(owner[a], a) for a in untrained], out / "logs")
+    if elsewhere and cfg.backend.kind != "hf":  # a server loads its adapters as it starts
+        with timed(phases, "adapter wait"):
+            wait_for_adapters(cfg, [(owner[a], a) for a in elsewhere])
+        elsewhere = []
+    return dirs, owner, elsewhere
+
+
+def score_set(
+    cfg: LooConfig,
+    out: Path,
+    folds: list[str],
+    plan: Plan,
+    records: Records,
+    phases: dict[str, float],
+    serving: dict[str, Any],
+    suite: bool,
+) -> None:
+    """One set of adapters on its folds: trained if missing, checked never to have seen a fold
+    it scores, served, then every fold's operators scored, the contract suite (``suite``, the
+    first set) and the engine replays."""
+    episodes = {f: load_trajectory(f, cfg.sources()) for f in folds}
+    name = cfg.adapters_fold if cfg.shares_adapters() else folds[0]  # whose set of adapters
+    dirs, owner, elsewhere = ready_adapters(cfg, out, folds, plan, phases)
+    log = out / "logs" / f"serve-{name}.log"
+    needs = [a for a in cfg.served_adapters() if a not in elsewhere]
+    if dirs is not None:  # given (adapters=<root>) or trained here: none saw a fold it scores
+        check_unseen({a: dirs[a] for a in needs}, folds)
+    with ExitStack() as stack:
+        with timed(phases, "backend start"):
+            backend = stack.enter_context(
+                open_backend(cfg.backend, cfg.model, dirs, list(episodes.values()), log, needs)
+            )
+        # hf: the adapters still in training, loaded once they finish; one that finished
+        # since the plan was loaded with the others, and is checked as they were.
+        missing = [a for a in elsewhere if isinstance(backend, HFBackend) and a not in backend.adapters]
+        wait_for_adapters(cfg, [(owner[a], a) for a in elsewhere if a not in missing])
+        if isinstance(backend, SymbolicBackend):
+            remember_gold(backend, Path(cfg.datasets_dir), folds)
+        if isinstance(backend, ServedBackend):
+            serving[name] = backend.describe()
+        ops = LearnedOperators(backend, favour_note=cfg.favour_note, decisions=cfg.decisions)
+        data, modes = Path(cfg.datasets_dir), cfg.learned_modes()
+        uncalibrated = "two-stage-scored" in modes and not isinstance(backend, SymbolicBackend)
+        # Every fold's operator scores first, then the engine replays (the slow part), so a
+        # run stopped early still has the operator table for every fold. A run that waits
+        # for adapters in training scores what the loaded ones serve, then loads the others.
+        while True:
+            if uncalibrated and mode_adapter("two-stage-scored") not in missing:
+                with timed(phases, "calibration"):
+                    ops.threshold = threshold(cfg, out, owner[mode_adapter("two-stage-scored")], ops)
+                uncalibrated = False
+            for fold, episode in episodes.items():
+                with timed(phases, "operators"):
+                    score_fold(
+                        fold,
+                        data,
+                        episode,
+                        ops,
+                        records,
+                        modes,
+                        cfg.batch,
+                        cfg.progress,
+                        missing,
+                        cfg.prompted,
                     )
-                print("contract suite: scored", flush=True)
-            if cfg.replay:
-                with timed(phases, "engine replays"):
-                    asked = ask_replays(episodes, ops, records, modes, cfg.progress, cfg.prompted)
-                for fold, episode in episodes.items():
-                    with timed(phases, "engine replays"):
-                        replay_fold(fold, episode, ops, records, modes, cfg.progress, asked, cfg.prompted)
-                    print(f"{fold}: engine replayed ({len(records.records)} records so far)", flush=True)
+                if isinstance(backend, HFBackend) and backend.stems is not None:
+                    backend.stems.clear()  # no later call asks about this fold's notes
+                print(f"{fold}: operators scored ({len(records.records)} records so far)", flush=True)
+            if not missing:
+                break
+            with timed(phases, "adapter wait"):
+                wait_for_adapters(cfg, [(owner[a], a) for a in missing])
+                backend.add_adapters({a: dirs[a] for a in missing})
+            missing = []
+        if cfg.contract and suite:
+            if isinstance(backend, SymbolicBackend):
+                backend.remember_suite()
+            with timed(phases, "contract suite"):
+                score_contract(
+                    ops, Records(out / CONTRACT_RECORDS), "test", cfg.contract, cfg.batch, cfg.progress
+                )
+            print("contract suite: scored", flush=True)
+        if cfg.replay:
+            replay_set(cfg, episodes, ops, records, phases)
+
+
+def remember_gold(backend: SymbolicBackend, data: Path, folds: list[str]) -> None:
+    """The rules' oracle told each decision's gold answer on the folds' test examples."""
+    for fold in folds:
+        for op in DECISIONS:
+            for example in load_test(data, fold, op):
+                backend.remember(example["prompt"], example["completion"][0]["content"])
+
+
+def replay_set(
+    cfg: LooConfig,
+    episodes: dict[str, Episode],
+    ops: LearnedOperators,
+    records: Records,
+    phases: dict[str, float],
+) -> None:
+    """Every fold's held-out trajectory replayed through the engine on the operators: the
+    learned decisions every replay needs asked first, in shared batches, then each fold replayed."""
+    modes = cfg.learned_modes()
+    with timed(phases, "engine replays"):
+        asked = ask_replays(episodes, ops, records, modes, cfg.progress, cfg.prompted)
+    for fold, episode in episodes.items():
+        with timed(phases, "engine replays"):
+            replay_fold(fold, episode, ops, records, modes, cfg.progress, asked, cfg.prompted)
+        print(f"{fold}: engine replayed ({len(records.records)} records so far)", flush=True)
+
+
+def finish(
+    cfg: LooConfig,
+    out: Path,
+    overrides: list[str] | None,
+    settings: dict[str, Any],
+    records: Records,
+    phases: dict[str, float],
+    serving: dict[str, Any],
+    wall_s: float,
+) -> dict[str, Any]:
+    """The run's manifest and report, its adapters' held-out figures, and its TensorBoard scalars."""
     write_manifest(
         out,
         config=asdict(cfg),
@@ -390,7 +458,7 @@ def _evaluate(cfg: LooConfig, out: Path, overrides: list[str] | None) -> dict[st
         },
         serving=serving,
         records=len(records.records),
-        wall_seconds=round(time.perf_counter() - began, 1),
+        wall_seconds=round(wall_s, 1),
         phases={phase: round(seconds, 1) for phase, seconds in phases.items()},
     )
     print("time: " + ", ".join(f"{phase} {s:.0f} s" for phase, s in phases.items() if round(s)), flush=True)
