@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from memops.core.records import Catalog, CatalogEntry, ExtractedClaim
 from memops.core.sessions import Episode, Query, Session
 from memops.core.sources import Sources
-from memops.data.problems import DataError, Problem, decode, from_validation, line_of, yaml_with_lines
+from memops.data.problems import DataError, Path_, Problem, decode, from_validation, line_of, yaml_with_lines
 from memops.memory.claims import Timestamp
 from memops.operators.schemas import MAX_PAIRS
 
@@ -204,10 +204,8 @@ def load_trajectory(name: str, sources: Sources) -> Episode:
 
 def check_trajectory(name: str, sources: Sources) -> tuple[Episode | None, list[Problem]]:
     """Build one trajectory's episode, or return every problem that stops it."""
-    ann_path = sources.annotation(name)
-    export_path = sources.export(name)
+    ann_path, export_path = sources.annotation(name), sources.export(name)
     numbered, problems = read_export(export_path)
-    records = [record for _, record in numbered]
     for number, record in numbered:
         if record.trajectory != name:
             problems.append(
@@ -223,93 +221,21 @@ def check_trajectory(name: str, sources: Sources) -> tuple[Episode | None, list[
         ann = Annotation.model_validate(raw)
     except ValidationError as exc:
         return None, problems + from_validation(exc, ann_path, lines, ())
-    if ann.trajectory != name:
-        problems.append(
-            Problem(ann_path, line_of(lines, ("trajectory",)), "trajectory", f"expected {name!r}")
-        )
-
-    def duplicate(field: str, i: int, first: int, what: str, at: tuple[str | int, ...] = ()) -> None:
-        where, there = (field, i, *at), (field, first, *at)
-        problems.append(
-            Problem(
-                ann_path,
-                line_of(lines, where),
-                f"{field}[{i}]",
-                f"{what} duplicates {field}[{first}] at line {line_of(lines, there)}",
-            )
-        )
-
-    for field, items, key in [
-        ("catalog", ann.catalog, lambda e: e.pair),
-        ("distractors", ann.distractors, lambda d: d.id),
-        ("queries", ann.queries, lambda q: q.id),
-    ]:
-        first: dict[str, int] = {}
-        for i, item in enumerate(items):
-            if key(item) in first:
-                duplicate(field, i, first[key(item)], key(item))
-            first.setdefault(key(item), i)
-
     catalog = Catalog(name=name, entries=ann.catalog)
-    pairs = set(catalog.pairs())
-
-    def check_pairs(claims: tuple[ExtractedClaim, ...], at: tuple[str | int, ...]) -> None:
-        for i, c in enumerate(claims):
-            if f"{c.entity}.{c.slot}" not in pairs:
-                where = (*at, "claims", i)
-                problems.append(
-                    Problem(
-                        ann_path,
-                        line_of(lines, where),
-                        f"{'.'.join(map(str, where))}",
-                        f"{c.entity}.{c.slot} is not in the catalog",
-                    )
-                )
-
-    index = sorted(r.commit for r in records)
-    by_hash = {r.commit: r for r in records}
-    sessions: list[Session] = []
-    annotated_at: dict[str, int] = {}
-    for i, commit in enumerate(ann.commits):
-        matches = prefixed(index, commit.commit)
-        if len(matches) != 1:
-            why = "not found in" if not matches else "ambiguous in"
-            problems.append(
-                Problem(
-                    ann_path,
-                    line_of(lines, ("commits", i, "commit")),
-                    f"commits[{i}].commit",
-                    f"{commit.commit} {why} {export_path}",
-                )
-            )
-            continue
-        record = by_hash[matches[0]]
-        if record.commit in annotated_at:
-            duplicate("commits", i, annotated_at[record.commit], record.short, ("commit",))
-            continue
-        annotated_at[record.commit] = i
-        check_pairs(commit.claims, ("commits", i))
-        sessions.append(commit_session(name, record, commit))
-    annotated = {s.commit for s in sessions}
-    for number, record in numbered:
-        if record.short not in annotated:
-            problems.append(
-                Problem(export_path, number, "commit", f"{record.short} has no annotation in {ann_path}")
-            )
+    check = AnnotationCheck(ann_path, lines, set(catalog.pairs()), problems)
+    if ann.trajectory != name:
+        check.add(("trajectory",), "trajectory", f"expected {name!r}")
+    check.unique(ann)
+    sessions = check.commit_sessions(name, ann, numbered, export_path)
     for i, d in enumerate(ann.distractors):
-        check_pairs(d.claims, ("distractors", i))
+        check.pairs(d.claims, ("distractors", i))
         try:
             sessions.append(distractor_session(d))
         except ValidationError as exc:
             problems += from_validation(exc, ann_path, lines, ("distractors", i))
     for i, q in enumerate(ann.queries):
-        if f"{q.target.entity}.{q.target.slot}" not in pairs:
-            where = ("queries", i, "target")
-            problems.append(
-                Problem(
-                    ann_path, line_of(lines, where), f"queries[{i}].target", "target is not in the catalog"
-                )
-            )
+        if f"{q.target.entity}.{q.target.slot}" not in check.catalog:
+            check.add(("queries", i, "target"), f"queries[{i}].target", "target is not in the catalog")
     if problems:
         return None, problems
     sessions.sort(key=lambda s: s.at)
@@ -322,6 +248,74 @@ def check_trajectory(name: str, sources: Sources) -> tuple[Episode | None, list[
         queries=ann.queries,
     )
     return episode, []
+
+
+class AnnotationCheck:
+    """The checks of one annotation file against its catalog and its trajectory's export, each
+    problem added to ``problems`` with the line the YAML gave it."""
+
+    def __init__(
+        self, path: Path, lines: dict[Path_, int], catalog: set[str], problems: list[Problem]
+    ) -> None:
+        self.path, self.lines, self.catalog, self.problems = path, lines, catalog, problems
+
+    def add(self, where: tuple[str | int, ...], field: str, message: str) -> None:
+        self.problems.append(Problem(self.path, line_of(self.lines, where), field, message))
+
+    def duplicate(self, field: str, i: int, first: int, what: str, at: tuple[str | int, ...] = ()) -> None:
+        there = line_of(self.lines, (field, first, *at))
+        self.add((field, i, *at), f"{field}[{i}]", f"{what} duplicates {field}[{first}] at line {there}")
+
+    def unique(self, ann: Annotation) -> None:
+        """Each catalog pair, distractor id and query id given once."""
+        for field, items, key in [
+            ("catalog", ann.catalog, lambda e: e.pair),
+            ("distractors", ann.distractors, lambda d: d.id),
+            ("queries", ann.queries, lambda q: q.id),
+        ]:
+            first: dict[str, int] = {}
+            for i, item in enumerate(items):
+                if key(item) in first:
+                    self.duplicate(field, i, first[key(item)], key(item))
+                first.setdefault(key(item), i)
+
+    def pairs(self, claims: tuple[ExtractedClaim, ...], at: tuple[str | int, ...]) -> None:
+        """Every claim's pair in the catalog."""
+        for i, c in enumerate(claims):
+            if f"{c.entity}.{c.slot}" not in self.catalog:
+                where = (*at, "claims", i)
+                self.add(where, ".".join(map(str, where)), f"{c.entity}.{c.slot} is not in the catalog")
+
+    def commit_sessions(
+        self, name: str, ann: Annotation, numbered: list[tuple[int, CommitRecord]], export: Path
+    ) -> list[Session]:
+        """A session per annotated commit, each naming one exported commit once; every exported
+        commit annotated."""
+        records = [record for _, record in numbered]
+        index = sorted(r.commit for r in records)
+        by_hash = {r.commit: r for r in records}
+        sessions: list[Session] = []
+        annotated_at: dict[str, int] = {}
+        for i, commit in enumerate(ann.commits):
+            matches = prefixed(index, commit.commit)
+            if len(matches) != 1:
+                why = "not found in" if not matches else "ambiguous in"
+                self.add(("commits", i, "commit"), f"commits[{i}].commit", f"{commit.commit} {why} {export}")
+                continue
+            record = by_hash[matches[0]]
+            if record.commit in annotated_at:
+                self.duplicate("commits", i, annotated_at[record.commit], record.short, ("commit",))
+                continue
+            annotated_at[record.commit] = i
+            self.pairs(commit.claims, ("commits", i))
+            sessions.append(commit_session(name, record, commit))
+        annotated = {s.commit for s in sessions}
+        for number, record in numbered:
+            if record.short not in annotated:
+                self.problems.append(
+                    Problem(export, number, "commit", f"{record.short} has no annotation in {self.path}")
+                )
+        return sessions
 
 
 def load_trajectories(sources: Sources, names: Sequence[str] | None = None) -> list[Episode]:
