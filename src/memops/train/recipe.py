@@ -380,8 +380,44 @@ def finished_manifest(cfg: TrainConfig) -> dict[str, Any]:
     return json.loads((out / ADAPTER_MANIFEST).read_text())
 
 
+def validation_answers(
+    cfg: TrainConfig, trainer: Any, tokenizer: Any, rows: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A decision adapter's own answers on validation data, read in the precision it trained in,
+    logged with the trainer's metrics, and a one-line warning where it collapsed or dropped a label."""
+    with autocast(precision(cfg)):
+        decisions = check_decisions(trainer.model, tokenizer, cfg.op.name, rows)
+    trainer.log(
+        {f"validation_{name}_accuracy": decisions[name]["accuracy"] for name in ("split", "contract")}
+    )
+    print(f"{cfg.op.name} validation answers: {json.dumps(decisions)}", flush=True)
+    if warning := collapse_warning(cfg.op.name, {"validation_decisions": decisions}):
+        print(warning, file=sys.stderr, flush=True)
+    return decisions
+
+
+def save_adapter(trainer: Any, tokenizer: Any, out: Path) -> bool:
+    """The adapter (safetensors), and on rank 0 its tokenizer and a generation config that stops at
+    ``<|im_end|>``; whether this process is the one that writes the rest."""
+    from transformers import GenerationConfig
+
+    if trainer.is_fsdp_enabled:  # gather the sharded LoRA weights into one adapter file
+        trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
+    with disk_errors(out):
+        trainer.save_model(str(out))
+    if not trainer.is_world_process_zero():
+        return False
+    (out / "training_args.bin").unlink(missing_ok=True)  # a pickle; the manifest records the same
+    tokenizer.save_pretrained(str(out))
+    im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    GenerationConfig(
+        eos_token_id=im_end, pad_token_id=tokenizer.pad_token_id, do_sample=False
+    ).save_pretrained(str(out))
+    return True
+
+
 def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str, Any] | None:
-    from transformers import GenerationConfig, set_seed
+    from transformers import set_seed
     from trl import SFTTrainer
 
     from memops.data.manifest import write_manifest
@@ -432,27 +468,10 @@ def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str
     seconds = time.perf_counter() - started
     decisions = None
     if cfg.op.name in DECISIONS and trainer.is_world_process_zero():
-        with autocast(precision(cfg)):  # the precision the adapter trained in
-            decisions = check_decisions(trainer.model, tokenizer, cfg.op.name, list(eval_ds))
-        trainer.log(
-            {f"validation_{name}_accuracy": decisions[name]["accuracy"] for name in ("split", "contract")}
-        )
-        print(f"{cfg.op.name} validation answers: {json.dumps(decisions)}", flush=True)
-        if warning := collapse_warning(cfg.op.name, {"validation_decisions": decisions}):
-            print(warning, file=sys.stderr, flush=True)
+        decisions = validation_answers(cfg, trainer, tokenizer, list(eval_ds))
 
-    if trainer.is_fsdp_enabled:  # gather the sharded LoRA weights into one adapter file
-        trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
-    with disk_errors(out):
-        trainer.save_model(str(out))
-    if not trainer.is_world_process_zero():  # multi-GPU: rank 0 writes the rest
+    if not save_adapter(trainer, tokenizer, out):  # multi-GPU: rank 0 writes the rest
         return None
-    (out / "training_args.bin").unlink(missing_ok=True)  # a pickle; the manifest records the same
-    tokenizer.save_pretrained(str(out))
-    im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
-    GenerationConfig(
-        eos_token_id=im_end, pad_token_id=tokenizer.pad_token_id, do_sample=False
-    ).save_pretrained(str(out))
     state = trainer.state
     manifest = write_manifest(
         out,
