@@ -90,6 +90,19 @@ def favour_processor(
     return Favour()
 
 
+def batched_starts(starts: list[tuple[int, Layers | None]], width: int) -> Layers:
+    """The rows' start caches as one batch's, each row's first ``n`` positions its own start and
+    the rest zeros (the mask keeps them out), ``width`` positions in all."""
+    layers = []
+    for k, (keys, _) in enumerate(next(start for _, start in starts if start)):
+        batched = [keys.new_zeros(len(starts), keys.shape[1], width, keys.shape[3]) for _ in range(2)]
+        for r, (n, start) in enumerate(starts):
+            if start:
+                batched[0][r, :, :n], batched[1][r, :, :n] = start[k][0][0], start[k][1][0]
+        layers.append((batched[0], batched[1]))
+    return layers
+
+
 def generate(
     model: Any,
     tokenizer: Any,
@@ -141,16 +154,7 @@ def generate(
         rest = begun + width - (len(row) - n)  # where the row's own tokens begin
         ids[r, :n], ids[r, rest:] = torch.tensor(row[:n]), torch.tensor(row[n:])
         mask[r, :n] = mask[r, rest:] = 1
-    cache = None
-    if begun:
-        layers = []
-        for k, (keys, _) in enumerate(next(start for _, start in starts if start)):
-            batched = [keys.new_zeros(len(rows), keys.shape[1], begun, keys.shape[3]) for _ in range(2)]
-            for r, (n, start) in enumerate(starts):
-                if start:
-                    batched[0][r, :, :n], batched[1][r, :, :n] = start[k][0][0], start[k][1][0]
-            layers.append((batched[0], batched[1]))
-        cache = DynamicCache(ddp_cache_data=layers)
+    cache = DynamicCache(ddp_cache_data=batched_starts(starts, begun)) if begun else None
     processors = []
     if favours and any(text for text, _ in favours):
         processors.append(favour_processor(tokenizer, favours, model.config.vocab_size))
