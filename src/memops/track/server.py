@@ -13,7 +13,7 @@ import threading
 from datetime import datetime
 from typing import Any
 
-from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
@@ -62,7 +62,6 @@ def make_app(memory: ProjectMemory, api_key: str) -> FastAPI:
     """The routes over ``memory``; every one needs ``api_key`` as a bearer token."""
     if not api_key:
         raise ValueError("the server needs an API key")
-    writing = threading.Lock()
 
     def authorised(request: Request) -> None:
         given = request.headers.get("authorization", "")
@@ -79,7 +78,51 @@ def make_app(memory: ProjectMemory, api_key: str) -> FastAPI:
     async def refused(request: Request, exc: InputError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=422)
 
-    @app.post("/notes")
+    app.include_router(reads(memory))
+    app.include_router(writes(memory))
+    return app
+
+
+def reads(memory: ProjectMemory) -> APIRouter:
+    """The queries: keys, one key with its history, a snapshot, what is contested, a search."""
+    router = APIRouter()
+
+    @router.get("/keys")
+    def keys(
+        entity: str | None = None, slot: str | None = None, branch: str | None = None, env: str | None = None
+    ) -> list[dict[str, Any]]:
+        scope = {k: v for k, v in (("slot", slot), ("branch", branch), ("env", env)) if v is not None}
+        return [key_json(s) for s in memory.keys(entity, **scope)]
+
+    @router.get("/keys/{entity}/{slot}")
+    def key(entity: str, slot: str, branch: str = DEFAULT_BRANCH, env: str = DEFAULT_ENV) -> dict[str, Any]:
+        found = key_with_history(memory, entity, slot, branch, env)
+        if found is None:
+            raise HTTPException(404, f"no value at {entity}.{slot} [{branch}/{env}] or its base")
+        return found
+
+    @router.get("/snapshot")
+    def snapshot(
+        branch: str = DEFAULT_BRANCH, env: str = DEFAULT_ENV, at: str | None = None
+    ) -> dict[str, str]:
+        return memory.snapshot(branch, env, at)
+
+    @router.get("/contested")
+    def contested() -> list[dict[str, Any]]:
+        return [key_json(s) for s in memory.contested()]
+
+    @router.get("/find")
+    def find(q: str, limit: int = 20) -> list[dict[str, Any]]:
+        return [key_json(s) for s in memory.find(q, limit)]
+
+    return router
+
+
+def writes(memory: ProjectMemory) -> APIRouter:
+    """The writes: a note, and the corrections; one at a time, as the memory takes them."""
+    router, writing = APIRouter(), threading.Lock()
+
+    @router.post("/notes")
     def add_note(note: NoteIn) -> dict[str, Any]:
         with writing:
             result = memory.add_note(
@@ -99,41 +142,13 @@ def make_app(memory: ProjectMemory, api_key: str) -> FastAPI:
             "error": result.error,
         }
 
-    @app.get("/keys")
-    def keys(
-        entity: str | None = None, slot: str | None = None, branch: str | None = None, env: str | None = None
-    ) -> list[dict[str, Any]]:
-        scope = {k: v for k, v in (("slot", slot), ("branch", branch), ("env", env)) if v is not None}
-        return [key_json(s) for s in memory.keys(entity, **scope)]
-
-    @app.get("/keys/{entity}/{slot}")
-    def key(entity: str, slot: str, branch: str = DEFAULT_BRANCH, env: str = DEFAULT_ENV) -> dict[str, Any]:
-        found = key_with_history(memory, entity, slot, branch, env)
-        if found is None:
-            raise HTTPException(404, f"no value at {entity}.{slot} [{branch}/{env}] or its base")
-        return found
-
-    @app.get("/snapshot")
-    def snapshot(
-        branch: str = DEFAULT_BRANCH, env: str = DEFAULT_ENV, at: str | None = None
-    ) -> dict[str, str]:
-        return memory.snapshot(branch, env, at)
-
-    @app.get("/contested")
-    def contested() -> list[dict[str, Any]]:
-        return [key_json(s) for s in memory.contested()]
-
-    @app.get("/find")
-    def find(q: str, limit: int = 20) -> list[dict[str, Any]]:
-        return [key_json(s) for s in memory.find(q, limit)]
-
-    @app.post("/retract")
+    @router.post("/retract")
     def retract(body: RetractIn) -> dict[str, Any]:
         with writing:
             keys = memory.retract(body.note_id, body.reason)
         return {"keys": [k._asdict() for k in keys]}
 
-    @app.post("/resolve")
+    @router.post("/resolve")
     def resolve(body: ResolveIn) -> dict[str, Any]:
         with writing:
             decision = memory.resolve(
@@ -147,9 +162,9 @@ def make_app(memory: ProjectMemory, api_key: str) -> FastAPI:
             )
         return decision_json(decision)
 
-    @app.post("/drop-scope")
+    @router.post("/drop-scope")
     def drop_scope(body: DropIn) -> dict[str, int]:
         with writing:
             return {"dropped": memory.drop_scope(body.branch, body.env, body.reason)}
 
-    return app
+    return router
