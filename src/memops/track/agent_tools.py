@@ -40,29 +40,13 @@ def make_tools(memory: ProjectMemory) -> MCPServer:
         ),
     )
 
-    @tools.tool()
-    def add_note(
-        text: str,
-        at: str,
-        claims: list[dict[str, Any]] | None = None,
-        note_id: str | None = None,
-        commit: str | None = None,
-        branch: str | None = None,
-        env: str | None = None,
-    ) -> dict[str, Any]:
-        """Write a note (``at``: ISO-8601 with its UTC offset). Give its claims as
-        {entity, slot, value, evidence: {type, commit}}, or leave them out for the memory's
-        extraction to read them; each claim's decision (add, merge, supersede, contested) comes back."""
-        result = answered(
-            lambda: memory.add_note(
-                text, at, claims=claims, note_id=note_id, commit=commit, branch=branch, env=env
-            )
-        )
-        return {
-            "note": result.note.id,
-            "decisions": [decision_json(d) for d in result.decisions],
-            "error": result.error,
-        }
+    add_reads(tools, memory)
+    add_writes(tools, memory)
+    return tools
+
+
+def add_reads(tools: MCPServer, memory: ProjectMemory) -> None:
+    """The queries as tools: a snapshot, keys, one key with its history, what is contested, a search."""
 
     @tools.tool()
     def snapshot(
@@ -99,6 +83,34 @@ def make_tools(memory: ProjectMemory) -> MCPServer:
         """The keys whose names or values hold every word of ``text``."""
         return [key_json(s) for s in memory.find(text, limit)]
 
+
+def add_writes(tools: MCPServer, memory: ProjectMemory) -> None:
+    """The writes as tools: a note, a retraction, a person's verdict."""
+
+    @tools.tool()
+    def add_note(
+        text: str,
+        at: str,
+        claims: list[dict[str, Any]] | None = None,
+        note_id: str | None = None,
+        commit: str | None = None,
+        branch: str | None = None,
+        env: str | None = None,
+    ) -> dict[str, Any]:
+        """Write a note (``at``: ISO-8601 with its UTC offset). Give its claims as
+        {entity, slot, value, evidence: {type, commit}}, or leave them out for the memory's
+        extraction to read them; each claim's decision (add, merge, supersede, contested) comes back."""
+        result = answered(
+            lambda: memory.add_note(
+                text, at, claims=claims, note_id=note_id, commit=commit, branch=branch, env=env
+            )
+        )
+        return {
+            "note": result.note.id,
+            "decisions": [decision_json(d) for d in result.decisions],
+            "error": result.error,
+        }
+
     @tools.tool()
     def retract(note_id: str, reason: str) -> list[str]:
         """Take a note back; the keys it wrote to are decided again without it."""
@@ -120,5 +132,3 @@ def make_tools(memory: ProjectMemory) -> MCPServer:
                 lambda: memory.resolve(entity, slot, value, by=by, reason=reason, branch=branch, env=env)
             )
         )
-
-    return tools
