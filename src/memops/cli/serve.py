@@ -25,7 +25,8 @@ from pathlib import Path
 from memops.operators.backends import BackendError
 from memops.operators.backends.endpoint import add_endpoint_arguments
 from memops.operators.learned import EXTRACT_MODES
-from memops.track.memory import InputError, open_memory
+from memops.track.memory import InputError
+from memops.track.opening import open_memory
 from memops.track.store import DEFAULT_NAMESPACE, store_path
 
 

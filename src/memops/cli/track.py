@@ -40,7 +40,8 @@ from memops.operators.backends import BackendError
 from memops.operators.backends.endpoint import add_endpoint_arguments
 from memops.operators.learned import EXTRACT_MODES
 from memops.track.git import SINCE_HELP, check_revision, commits, identity, moment, note, on_branch
-from memops.track.memory import InputError, ProjectMemory, open_memory, open_store
+from memops.track.memory import InputError, ProjectMemory
+from memops.track.opening import open_memory, open_store
 from memops.track.store import Store
 
 

@@ -2,6 +2,7 @@
 with its operators, fed notes and asked for state), and ``memops track`` (a git repository's
 history through it)."""
 
+from memops.data.catalog import load_catalog
 from memops.track.aio import AsyncProjectMemory
 from memops.track.memory import (
     Change,
@@ -9,9 +10,8 @@ from memops.track.memory import (
     KeyState,
     NoteResult,
     ProjectMemory,
-    load_catalog,
-    open_memory,
 )
+from memops.track.opening import open_memory
 
 __all__ = [
     "AsyncProjectMemory",

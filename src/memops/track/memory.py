@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,15 +23,13 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from memops.core.files import write_atomic
 from memops.core.records import Catalog, Note
-from memops.data.catalog import load_catalog
 from memops.memory import Claim, Decision, Entry, Key, StateMemory, Transition, keep_current
 from memops.memory.claims import DEFAULT_BRANCH, DEFAULT_ENV, Timestamp
 from memops.memory.state import Decide, Judge
 from memops.operators.backends import BackendError
-from memops.operators.backends.endpoint import EndpointBackend
 from memops.operators.engine import MODES, LearnedDecide, LearnedJudge
-from memops.operators.learned import EXTRACT_MODES, READ_MODES, ExtractMode, LearnedOperators
-from memops.track.store import DEFAULT_NAMESPACE, Store, StoreError
+from memops.operators.learned import EXTRACT_MODES, ExtractMode, LearnedOperators
+from memops.track.store import Store, StoreError
 
 SAVED_VERSION = 1
 
@@ -479,99 +477,3 @@ def check_input(note_id: str, **fields: Any) -> None:
                 v.encode("utf-8")
             except UnicodeEncodeError as exc:
                 raise InputError(f"note {note_id}: {name}: not valid text ({exc.reason})") from None
-
-
-@contextmanager
-def open_memory(
-    engine: str = "symbolic",
-    *,
-    adapters: str | Path | None = None,
-    backend: str = "hf",
-    model: str = "tiny",
-    extract: ExtractMode = "two-stage-overlap",
-    catalog: Catalog | str | Path | None = None,
-    store: str | Path | Store | None = None,
-    namespace: str = DEFAULT_NAMESPACE,
-    load: str | Path | None = None,
-    overrides: Sequence[str] = (),
-    log: str | Path = "outputs/logs/memory-serve.log",
-    endpoint: str | None = None,
-    models: str | Mapping[str, str] | Sequence[str] = (),
-) -> Iterator[ProjectMemory]:
-    """A memory with its operators, for the ``with`` block: ``engine="symbolic"`` needs nothing;
-    ``learned`` and ``hybrid`` start ``backend`` (``hf`` in this process, ``vllm`` as a server
-    from ``.venv-serve``) on ``model`` with the adapters in ``adapters`` (a folder holding
-    ``extract/``, ``compare/``, ``update/`` and, for the two-stage modes, ``extract-stages/``),
-    and stop it on exit. Or, with ``endpoint`` (an OpenAI-compatible ``…/v1``, its key from
-    ``OPENAI_API_KEY``), they ask that endpoint for ``models`` (one name for every operator, or
-    one per operator: ``{"extract": ..., "compare": ..., "update": ...}``), under the same
-    prompts and schemas, and no adapter or model loads here. ``store`` is where the state lives:
-    ``sqlite:///memory.db`` (or a path) for a file that survives the process and that several
-    processes share, in ``namespace``; in this process by default. ``load`` imports a memory
-    ``save`` exported; ``overrides`` are Hydra overrides of the model and backend
-    (``model.path=...``, ``backend.batch_size=16``)."""
-    if isinstance(catalog, str | Path):
-        catalog = load_catalog(catalog)
-    if (endpoint is None) != (not models):
-        raise InputError("an endpoint and its models are given together (--endpoint with --endpoint-model)")
-    if engine == "symbolic" and endpoint is not None:
-        raise InputError("engine=symbolic runs no model: an endpoint needs engine learned or hybrid")
-    held = open_store(store, namespace)
-    if engine == "symbolic":
-        yield ProjectMemory.load(load, store=held) if load else ProjectMemory(catalog=catalog, store=held)
-        return
-    if endpoint is not None:
-        yield remembering(engine, endpoint_operators(endpoint, models, extract), extract, catalog, held, load)
-        return
-    import memops.eval.config  # noqa: F401  (registers the replay config's schema, whose model and backend groups this uses)
-    from memops.core.config import compose_config
-    from memops.operators.backends.factory import open_backend
-    from memops.operators.learned import mode_adapter
-    from memops.operators.registry import DECISIONS
-
-    if adapters is None:
-        raise InputError(f"engine={engine} needs adapters=<the folder of a fold's adapters>")
-    cfg = compose_config("replay", [f"model={model}", f"backend={backend}", *overrides])
-    needs = list(dict.fromkeys([*DECISIONS, mode_adapter(extract)]))
-    with open_backend(cfg.backend, cfg.model, adapters, [], Path(log), needs) as served:
-        yield remembering(engine, LearnedOperators(served), extract, catalog, held, load)
-
-
-def endpoint_operators(
-    url: str, models: str | Mapping[str, str] | Sequence[str], extract: ExtractMode
-) -> LearnedOperators:
-    """The learned operators on an OpenAI-compatible endpoint; a mode it cannot run, or models
-    that do not name one model per operator, refused before the first call."""
-    if extract in READ_MODES:
-        raise InputError(
-            f"extract={extract} reads how likely each answer is, which an endpoint does not tell; "
-            "use direct, two-stage or two-stage-overlap"
-        )
-    try:
-        return LearnedOperators(EndpointBackend.at(url, models))
-    except BackendError as exc:
-        raise InputError(str(exc)) from exc
-
-
-def remembering(
-    engine: str,
-    ops: LearnedOperators,
-    extract: ExtractMode,
-    catalog: Catalog | None,
-    store: Store,
-    load: str | Path | None,
-) -> ProjectMemory:
-    """The memory on ``ops``: new, or imported from ``load`` (read against ``catalog`` if given)."""
-    if not load:
-        return ProjectMemory(engine=engine, ops=ops, extract=extract, catalog=catalog, store=store)
-    memory = ProjectMemory.load(load, ops, store=store)
-    memory.catalog = catalog or memory.catalog
-    return memory
-
-
-def open_store(store: str | Path | Store | None, namespace: str = DEFAULT_NAMESPACE) -> Store:
-    """The store a URL or path names (``None``: one in this process), its errors as ``InputError``."""
-    if isinstance(store, Store):
-        return store
-    with store_refusals():
-        return Store(store or ":memory:", namespace)
