@@ -9,17 +9,16 @@ import pytest
 from memops.core.values import spdx, specifier
 from memops.data import facts
 from memops.data.facts import (
-    Disputed,
-    Unreadable,
     ci_platforms,
     coverage_threshold,
     dependency_minimums,
     docs_builder,
-    licence,
     line_length,
     requires_python,
     type_checkers,
 )
+from memops.data.licences import licence
+from memops.data.project_files import Disputed, Unreadable
 
 BSD3 = (
     "Redistribution and use in source and binary forms, with or without modification, are permitted...\n"

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from memops.core.values import version
 from memops.data.catalog import ReadFrom
-from memops.data.facts import Files
 from memops.data.mine import Blobs, facts_at, files_at, parent_of, same
+from memops.data.project_files import Files
 from memops.data.replay import Annotation, CommitRecord
 
 ALIASES: dict[str, tuple[str, ...]] = {

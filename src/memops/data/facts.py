@@ -16,13 +16,10 @@ the LICENSE text) make it ``Disputed``: left out, and flagged where the benchmar
 
 from __future__ import annotations
 
-import ast
 import configparser
-import fnmatch
-import functools
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import yaml
 from packaging.requirements import InvalidRequirement, Requirement
@@ -33,137 +30,24 @@ from memops.core.values import (
     percent,
     poetry_constraint,
     python_specifier,
-    spdx,
-    spdx_one,
     version,
 )
+from memops.data.licences import licence
+from memops.data.project_files import (
+    Files,
+    Unreadable,
+    constants,
+    flit_metadata,
+    ini,
+    parse_python,
+    parse_toml,
+    parse_yaml,
+    pyproject,
+    setup_py,
+    tool,
+)
 
-Files = Mapping[str, str]
-"""Path (relative to the repository root) -> text, at one commit."""
 Reader = Callable[[Files], "str | None"]
-
-
-class Unreadable(ValueError):
-    """A file the fact is read from is there but cannot be parsed: the fact is unknown here."""
-
-
-class Disputed(ValueError):
-    """Two files the fact is read from state different values; ``values`` names each."""
-
-    def __init__(self, values: dict[str, str]) -> None:
-        self.values = values
-        super().__init__("; ".join(f"{where} says {value}" for where, value in values.items()))
-
-
-@functools.lru_cache(maxsize=64)
-def _toml(text: str) -> dict:
-    """A TOML text parsed once: every reader of a commit asks for the same pyproject.toml."""
-    return tomllib.loads(text)
-
-
-@functools.lru_cache(maxsize=64)
-def _yaml(text: str) -> object:
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-
-
-@functools.lru_cache(maxsize=64)
-def _python(text: str) -> ast.Module:
-    return ast.parse(text)
-
-
-def pyproject(files: Files) -> dict:
-    if "pyproject.toml" not in files:
-        return {}
-    try:
-        return _toml(files["pyproject.toml"])
-    except tomllib.TOMLDecodeError as exc:
-        raise Unreadable(f"pyproject.toml: {exc}") from None
-
-
-def tool(files: Files) -> dict:
-    """pyproject.toml's ``[tool]`` table."""
-    found = pyproject(files).get("tool", {})
-    return found if isinstance(found, dict) else {}
-
-
-def ini(files: Files, name: str) -> configparser.ConfigParser:
-    try:
-        return _ini(files.get(name, ""))
-    except configparser.Error as exc:
-        raise Unreadable(f"{name}: {exc.message}") from None
-
-
-@functools.lru_cache(maxsize=64)
-def _ini(text: str) -> configparser.ConfigParser:
-    parser = configparser.ConfigParser(interpolation=None, strict=False)
-    parser.read_string(text)
-    return parser
-
-
-def flit_metadata(files: Files) -> dict:
-    """flit's own ``[tool.flit.metadata]`` table (before PEP 621), where a flit project stated its
-    requirements, Python versions and licence."""
-    found = tool(files).get("flit", {})
-    found = found.get("metadata", {}) if isinstance(found, dict) else {}
-    return found if isinstance(found, dict) else {}
-
-
-def _constants(tree: ast.Module) -> dict[str, object]:
-    """Module-level names bound to literals (``REQUIRED = ["click>=7"]``), and dicts built with
-    ``dict(...)`` of literal keywords: what a ``setup(**args)`` or ``install_requires=REQUIRED``
-    refers to, read without running anything."""
-    found: dict[str, object] = {}
-    for node in tree.body:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
-            continue
-        target = node.targets[0]
-        if not isinstance(target, ast.Name):
-            continue
-        value = _literal(node.value, found)
-        if value is not None:
-            found[target.id] = value
-    return found
-
-
-def _literal(node: ast.expr, names: dict[str, object]) -> object:
-    """A literal, a name bound to one, or ``dict(key=literal, ...)``; None for anything computed."""
-    if isinstance(node, ast.Name):
-        return names.get(node.id)
-    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "dict" and not node.args:
-        items = {kw.arg: _literal(kw.value, names) for kw in node.keywords if kw.arg}
-        return {k: v for k, v in items.items() if v is not None}
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-        return None
-
-
-def setup_py(files: Files) -> dict[str, object]:
-    """The keyword arguments of the ``setup(...)`` call in ``setup.py`` that can be read without
-    running it: literals, module-level constants, and ``**`` of a dict of them (a computed
-    argument is left out)."""
-    if "setup.py" not in files:
-        return {}
-    try:
-        tree = _python(files["setup.py"])
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        raise Unreadable(f"setup.py: {exc.__class__.__name__}") from None
-    names = _constants(tree)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "setup":
-            found: dict[str, object] = {}
-            for kw in node.keywords:
-                value = _literal(kw.value, names)
-                if kw.arg is None and isinstance(value, dict):
-                    found.update({k: v for k, v in value.items() if isinstance(k, str)})
-                elif kw.arg is not None and value is not None:
-                    found[kw.arg] = value
-            return found
-    return {}
-
-
-def matching(files: Files, pattern: str) -> list[str]:
-    return sorted(p for p in files if fnmatch.fnmatchcase(p, pattern))
 
 
 # -- versions ------------------------------------------------------------------------------------
@@ -253,7 +137,7 @@ def hook_ids(files: Files) -> set[str]:
     if ".pre-commit-config.yaml" not in files:
         return set()
     try:
-        config = _yaml(files[".pre-commit-config.yaml"]) or {}
+        config = parse_yaml(files[".pre-commit-config.yaml"]) or {}
     except yaml.YAMLError:
         raise Unreadable(".pre-commit-config.yaml does not parse") from None
     repos = config.get("repos", []) if isinstance(config, dict) else []
@@ -321,7 +205,7 @@ def ruff_toml(files: Files) -> dict:
     for name in ("ruff.toml", ".ruff.toml"):
         if name in files:
             try:
-                return _toml(files[name])
+                return parse_toml(files[name])
             except tomllib.TOMLDecodeError as exc:
                 raise Unreadable(f"{name}: {exc}") from None
     return {}
@@ -374,10 +258,10 @@ SPHINX_CONFS = ("docs/conf.py", "doc/conf.py", "docs/source/conf.py", "doc/sourc
 def sphinx_theme(text: str) -> str | None:
     """``html_theme`` of a Sphinx conf.py where it is a literal."""
     try:
-        tree = _python(text)
+        tree = parse_python(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise Unreadable("conf.py does not parse") from None
-    theme = _constants(tree).get("html_theme")
+    theme = constants(tree).get("html_theme")
     return theme.strip() if isinstance(theme, str) and theme.strip() else None
 
 
@@ -447,7 +331,7 @@ def workflow_systems(text: str) -> set[str]:
     ``ubuntu-*``, ``macos-*``, ``windows-*`` it names elsewhere."""
     labels = {m.group(0) for m in _RUNNER.finditer(text)}
     try:
-        workflow = _yaml(text)
+        workflow = parse_yaml(text)
     except yaml.YAMLError:
         workflow = None
     jobs = workflow.get("jobs") if isinstance(workflow, dict) else None
@@ -467,115 +351,6 @@ def ci_platforms(files: Files) -> str | None:
         services.append(f"GitHub Actions{on}")
     services += sorted({service for path, service in SERVICES.items() if path in files})
     return "; ".join(services) or None
-
-
-# -- licences ------------------------------------------------------------------------------------
-
-LICENCE_TEXTS = (
-    ("Apache License", "Apache-2.0"),
-    ("Permission is hereby granted, free of charge", "MIT"),
-    ("Permission to use, copy, modify, and/or distribute this software for any purpose", "ISC"),
-    ("Mozilla Public License Version 2.0", "MPL-2.0"),
-    ("Mozilla Public License, version 2.0", "MPL-2.0"),
-    ("PYTHON SOFTWARE FOUNDATION LICENSE", "PSF-2.0"),
-    ("Redistribution and use in source and binary forms", "BSD"),
-)
-"""Phrases of a licence text and the licence they identify (case-insensitive; the BSD clauses
-and the GNU licences are told apart by :func:`licence_text`)."""
-
-
-def licence_text(text: str) -> str | None:
-    """The licence a LICENSE file's text is: the one it starts with, where a file goes on to
-    bundle a vendored project's licence (pipx's MIT, then Armin Ronacher's BSD); None where it
-    holds none this knows."""
-    flat = " ".join(text.split())
-    if "GNU LESSER GENERAL PUBLIC LICENSE" in flat:
-        return "LGPL-3.0" if "Version 3" in flat else "LGPL-2.1"
-    if "GNU GENERAL PUBLIC LICENSE" in flat:
-        return "GPL-3.0" if "Version 3" in flat else "GPL-2.0"
-    low = flat.lower()
-    found = sorted(
-        (low.find(phrase.lower()), name) for phrase, name in LICENCE_TEXTS if phrase.lower() in low
-    )
-    if not found:
-        return None
-    name = found[0][1]
-    if name == "BSD":
-        return "BSD-3-Clause" if "endorse or promote" in low else "BSD-2-Clause"
-    return name
-
-
-BARE = ("BSD", "GPL", "LGPL", "AGPL")
-"""Licence families a spelling can name without the variant or version an SPDX id needs."""
-
-
-def kind(name: str) -> str:
-    """A licence id's family: ``BSD-3-Clause`` is a BSD, ``GPL-3.0-only`` a GPL."""
-    return name.split("-", 1)[0]
-
-
-def agrees(stated: str, text: str) -> bool:
-    """Whether a metadata licence and a LICENSE text name one licence: one family, and for BSD
-    the same clauses (a text settles a GPL's "only" or "or later" no more than its metadata)."""
-    return kind(stated) == kind(text) and (kind(text) != "BSD" or stated in (text, "BSD"))
-
-
-def stated_licence(files: Files) -> tuple[str, str] | None:
-    """The licence the metadata states and where: ``license`` of pyproject (PEP 621 or flit),
-    setup.cfg or setup.py, else its licence classifiers."""
-    project, setup, cfg = pyproject(files).get("project", {}), setup_py(files), ini(files, "setup.cfg")
-    stated = project.get("license")
-    if isinstance(stated, dict):
-        stated = stated.get("text")
-    candidates = (
-        ("pyproject.toml", stated),
-        ("pyproject.toml", flit_metadata(files).get("license")),
-        ("setup.cfg", cfg.get("metadata", "license", fallback=None)),
-        ("setup.py", setup.get("license")),
-    )
-    for where, value in candidates:
-        if isinstance(value, str) and value.strip() and "\n" not in value.strip() and spdx(value):
-            return where, str(spdx(value))
-    classifiers = [
-        *(project.get("classifiers") or []),
-        *(flit_metadata(files).get("classifiers") or []),
-        *cfg.get("metadata", "classifiers", fallback="").splitlines(),
-        *(setup.get("classifiers") or []),
-    ]
-    named = sorted(
-        {
-            spdx_one(c.rsplit("::", 1)[-1])
-            for c in classifiers
-            if isinstance(c, str) and c.startswith("License ::")
-        }
-        - {None}
-    )
-    return ("classifiers", " OR ".join(named)) if named else None
-
-
-def licence(files: Files) -> str | None:
-    """The licence the metadata states, a bare family (``BSD``, ``LGPL``) given its clauses or
-    version by the LICENSE text, and unknown without one (no SPDX id says "some BSD"); else the
-    one the LICENSE text is.
-    ``Disputed`` where no licence file holds a licence the metadata names (setup.py says GPLv3,
-    LICENSE is MIT); a file beside them for vendored code (orjson's LICENSE-MPL-2.0) is no
-    dispute."""
-    texts = {p: licence_text(files[p]) for p in matching(files, "LICEN[CS]E*") + matching(files, "COPYING*")}
-    known = {p: name for p, name in texts.items() if name}
-    stated = stated_licence(files)
-    if stated is None:
-        names = set(known.values())
-        return names.pop() if len(names) == 1 else None
-    where, value = stated
-    parts = re.split(r" (?:OR|AND) ", value)
-    if known and not any(agrees(part, name) for part in parts for name in known.values()):
-        raise Disputed({where: value, **dict(sorted(known.items()))})
-    for part in sorted(set(parts) & set(BARE)):
-        told = {name for name in known.values() if kind(name) == part}
-        if len(told) != 1:
-            return None
-        value = re.sub(rf"\b{part}\b(?!-)", told.pop(), value)
-    return value
 
 
 # -- dependencies --------------------------------------------------------------------------------

@@ -35,7 +35,8 @@ from memops.core.sessions import Episode, has_token
 from memops.data import facts
 from memops.data.catalog import ReadFrom
 from memops.data.export import ExportError, commit_record, export_line, git
-from memops.data.facts import KEYWORDS, READERS, Disputed, Files
+from memops.data.facts import KEYWORDS, READERS
+from memops.data.project_files import Disputed, Files
 from memops.data.replay import (
     CommitAnnotation,
     CommitRecord,
