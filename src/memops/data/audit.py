@@ -21,7 +21,8 @@ from pathlib import Path
 
 from memops.core.values import version
 from memops.data.catalog import ReadFrom
-from memops.data.mine import Blobs, facts_at, files_at, parent_of, same
+from memops.data.mine import Blobs, facts_at, files_at, parent_of
+from memops.data.mined_gold import same
 from memops.data.project_files import Files
 from memops.data.replay import Annotation, CommitRecord
 
