@@ -256,11 +256,19 @@ def _forbid(values: list[str], required: str) -> tuple[str, ...]:
     return tuple(sorted({norm(v) for v in values if norm(v) != req and norm(v) not in req}))
 
 
-def _queries(scenario_id: str, sessions: list[Session], slots: list[Slot]) -> list[Query]:
+def _replayed(sessions: list[Session]) -> StateMemory:
+    """The engine once every session's gold claims are written, in order."""
     mem = StateMemory()
     for session in sessions:
         for claim in session.memory_claims():
             mem.apply(claim)
+    return mem
+
+
+def _queries(scenario_id: str, sessions: list[Session], slots: list[Slot]) -> list[Query]:
+    """A scenario's five queries (current, scoped, provenance, temporal, stale), each answered by
+    the gold replay."""
+    mem = _replayed(sessions)
     story, _, stale = slots[:3]
     queries = []
 
