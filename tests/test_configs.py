@@ -231,3 +231,19 @@ def test_entry_scripts_log_their_messages_and_not_each_http_request(name: str) -
     finally:
         for n in HTTP_LOGGERS:
             logging.getLogger(n).setLevel(logging.NOTSET)
+
+
+def test_what_an_adapter_learns_is_read_from_the_fields_marked_trains() -> None:
+    """``TRAINED_WITH`` comes from the ``TRAINS`` marks, nested configs included: a marked field
+    that differs refuses a finished adapter, an unmarked one (how often it evaluates) does not."""
+    from dataclasses import asdict
+
+    from memops.train.config import TRAINED_WITH, OpConfig, TrainConfig, trained_otherwise
+
+    wanted = TrainConfig(op=OpConfig(name="compare"))
+    recorded = asdict(wanted)
+    assert trained_otherwise(recorded, wanted) == {}
+    recorded["model"]["lora"]["r"], recorded["eval_steps"], recorded["seed"] = 8, 7, 3
+    assert trained_otherwise(recorded, wanted) == {"seed": (3, 0), "model.lora.r": (8, 16)}
+    assert {"sft", "op.learning_rate", "model.compute_dtype"} <= set(TRAINED_WITH)
+    assert not {"eval_steps", "lm_head", "packed_attention", "model.name"} & set(TRAINED_WITH)

@@ -21,7 +21,7 @@ from typing import Any
 
 from memops.core.extras import installed
 from memops.core.layout import ADAPTERS, DATASETS, RUNS
-from memops.core.models import ModelConfig
+from memops.core.models import TRAINS, ModelConfig
 from memops.core.names import known_names
 from memops.core.sources import SourcesConfig
 
@@ -35,7 +35,7 @@ class RunConfig(SourcesConfig):
     adapters_dir: str = ADAPTERS
     runs_dir: str = RUNS
     """LOO runs: records, summary and report of run ``<run>`` go to ``<runs_dir>/<run>/``."""
-    seed: int = 0
+    seed: int = field(default=0, metadata=TRAINS)
     model: ModelConfig = field(default_factory=ModelConfig)
 
     def check_folds(self, field_name: str, folds: list[str], extra: tuple[str, ...] = ()) -> None:

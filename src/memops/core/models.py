@@ -6,19 +6,27 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from omegaconf import MISSING
+
+TRAINS: dict[str, Any] = {"trains": True}
+"""Field metadata: the field decides what an adapter learns, so an adapter trained with another
+value of it is not the one a run asks for (``train.config.trained_otherwise``). The other fields
+change where it is written, how often it is logged, evaluated or saved, or how fast the same loss
+is computed."""
 
 
 @dataclass
 class LoraSpec:
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.05
+    r: int = field(default=16, metadata=TRAINS)
+    alpha: int = field(default=32, metadata=TRAINS)
+    dropout: float = field(default=0.05, metadata=TRAINS)
     target_modules: list[str] = field(
-        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        metadata=TRAINS,
     )
-    layers_to_transform: list[int] | None = None
+    layers_to_transform: list[int] | None = field(default=None, metadata=TRAINS)
     """peft's field: the decoder layers that get adapters; unset: every layer. The frozen layers
     below the lowest adapted one need no backward pass, which is the point of adapting only the
     top layers on a CPU."""
@@ -33,10 +41,10 @@ class ModelConfig:
     build: str | None = None
     """How the project builds ``path`` when it is missing (``train/builds.py``: tiny, smollm2);
     unset: ``path`` is a hub id or a directory you provide."""
-    load_in_4bit: bool = True
-    quant_type: str = "nf4"
-    double_quant: bool = True
-    compute_dtype: str = "bfloat16"
+    load_in_4bit: bool = field(default=True, metadata=TRAINS)
+    quant_type: str = field(default="nf4", metadata=TRAINS)
+    double_quant: bool = field(default=True, metadata=TRAINS)
+    compute_dtype: str = field(default="bfloat16", metadata=TRAINS)
     attn_implementation: str = "sdpa"
     gradient_checkpointing: bool = True
     lora: LoraSpec = field(default_factory=LoraSpec)

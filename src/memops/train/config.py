@@ -10,14 +10,15 @@ reaches the adapter.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any, ClassVar
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
+from typing import Any, ClassVar, get_type_hints
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from memops.core.config import AUTO, RunConfig, shared
 from memops.core.layout import ALL, TRAINING_FOLDS
+from memops.core.models import TRAINS
 from memops.core.names import known_names, safe_name
 from memops.operators.registry import ADAPTERS
 
@@ -30,11 +31,11 @@ class OpConfig:
     name: str | None = None
     """The adapter (and its dataset): ``train.py op=<name>``. A LOO run or a submission trains
     every adapter, so there it stays unset and the other fields apply to all of them."""
-    max_length: int | None = None
-    epochs: float | None = None
-    learning_rate: float | None = None
-    per_device_batch: int | None = None
-    grad_accum: int | None = None
+    max_length: int | None = field(default=None, metadata=TRAINS)
+    epochs: float | None = field(default=None, metadata=TRAINS)
+    learning_rate: float | None = field(default=None, metadata=TRAINS)
+    per_device_batch: int | None = field(default=None, metadata=TRAINS)
+    grad_accum: int | None = field(default=None, metadata=TRAINS)
 
 
 RECIPE_SFT: dict[str, Any] = {
@@ -59,7 +60,7 @@ class TrainingRun(RunConfig):
     """The recipe these settings came from (``configs/recipe/<name>.yaml``: gpu, cpu,
     smollm2-cpu); ``auto`` picks the model's CPU recipe on a machine without CUDA, else gpu."""
     op: OpConfig = field(default_factory=OpConfig)
-    max_steps: int | None = None
+    max_steps: int | None = field(default=None, metadata=TRAINS)
     """Unset: the recipe's budget for the adapter (``steps``), else ``op.epochs`` of its data."""
     steps: dict[str, int] = field(default_factory=dict)
     """The recipe's step budget per adapter; a ``max_steps`` given overrides it for all."""
@@ -70,7 +71,7 @@ class TrainingRun(RunConfig):
     them, which a decision adapter can afford and extraction cannot (docs/log/speed.md)."""
     max_eval_samples: int | None = None
     """Evaluate on a seeded sample of this many validation examples (all when unset)."""
-    balance_labels: bool = False
+    balance_labels: bool = field(default=False, metadata=TRAINS)
     """Train each decision adapter (compare, update) on as many examples of each label as the
     rarest label has, drawn with ``seed``. Otherwise a short budget learns the majority label
     first: update's ``add`` (half its examples), compare's conflicts. Extraction's labels are
@@ -88,7 +89,7 @@ class TrainingRun(RunConfig):
     """Where the LM head scores: ``labelled``, only the positions the loss reads (TRL does this on
     CUDA; ``train/cpu.py`` makes a CPU do it too), or ``all``, every position (TRL's default off
     Triton devices, and the first CPU recipes). The loss is the same either way."""
-    cpu_bf16: bool = False
+    cpu_bf16: bool = field(default=False, metadata=TRAINS)
     """On a CPU with native bf16 matmuls (AVX-512-BF16 or AMX), autocast to bf16; elsewhere, or
     off, fp32. The manifest records what ran. A GPU run takes bf16 from ``model.compute_dtype``."""
     packed_attention: str = "mask"
@@ -98,7 +99,7 @@ class TrainingRun(RunConfig):
     prompt start a row's examples share run once for the row (the same loss and gradient on
     fewer tokens), or ``varlen`` (CUDA), the row in one call of torch's flash-attention varlen
     kernel. A flash-attention model attends per example already and takes ``mask``."""
-    sft: dict[str, Any] = field(default_factory=lambda: dict(RECIPE_SFT))
+    sft: dict[str, Any] = field(default_factory=lambda: dict(RECIPE_SFT), metadata=TRAINS)
     """``trl.SFTConfig`` fields under TRL's own names, passed through as they are: any trainer
     option is one override away (``sft.lr_scheduler_type=constant``; ``+sft.<field>=...`` for
     one not listed here). Fields this config already names (``max_steps``, ``seed``, the
@@ -153,30 +154,20 @@ class TrainConfig(TrainingRun):
             self.model = replace(self.model, lora=lora)
 
 
-TRAINED_WITH = (
-    "model.load_in_4bit",
-    "model.quant_type",
-    "model.double_quant",
-    "model.compute_dtype",
-    "model.lora.r",
-    "model.lora.alpha",
-    "model.lora.dropout",
-    "model.lora.target_modules",
-    "model.lora.layers_to_transform",
-    "op.max_length",
-    "op.epochs",
-    "op.learning_rate",
-    "op.per_device_batch",
-    "op.grad_accum",
-    "max_steps",
-    "seed",
-    "balance_labels",
-    "cpu_bf16",
-    "sft",
-)
-"""The fields that decide what an adapter learns. The others change where it is written, how
-often it is logged, evaluated or saved, or only how fast the same loss is computed
-(``lm_head``, ``packed_attention``)."""
+def marked(cls: type, prefix: str = "") -> tuple[str, ...]:
+    """The dotted names of the fields of ``cls`` marked ``TRAINS``, into the configs it nests."""
+    hints = get_type_hints(cls)
+    names: list[str] = []
+    for f in fields(cls):
+        if f.metadata.get("trains"):
+            names.append(prefix + f.name)
+        elif is_dataclass(hints[f.name]):
+            names += marked(hints[f.name], f"{prefix}{f.name}.")
+    return tuple(names)
+
+
+TRAINED_WITH = marked(TrainConfig)
+"""The fields that decide what an adapter learns (``TRAINS``)."""
 
 
 def trained_otherwise(recorded: dict[str, Any], wanted: TrainConfig) -> dict[str, tuple[Any, Any]]:
