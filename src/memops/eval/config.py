@@ -177,8 +177,9 @@ class LooConfig(TrainingRun):
         for mode in set(STAGED_MODES) & set(self.extract_modes or []):
             if not self.extract_stages:
                 raise ValueError(f"extract_modes: {mode} needs extract_stages=true (its adapter)")
+        synthetic = self.synthetic_fold()
         if self.folds is None:
-            self.folds = [n for n in self.sources().names() if not self.synthetic_fold().saw(n)]
+            self.folds = [n for n in self.sources().names() if not synthetic.saw(n)]
         self.check_folds("folds", self.folds)
         known_names("own_adapters", self.own_adapters, adapters(self.extract_stages))
         if self.own_adapters and not self.adapters_fold:
@@ -196,7 +197,7 @@ class LooConfig(TrainingRun):
                 "adapters each fold trains in own_adapters"
             )
         self.check_folds("synthetic_plus", self.synthetic_plus)
-        scored = [f for f in self.folds if self.synthetic_fold().saw(f)]
+        scored = [f for f in self.folds if synthetic.saw(f)]
         if scored and self.adapters_fold == SYNTHETIC:
             raise ValueError(
                 f"folds: {scored} are in synthetic_plus, so the synthetic fold's adapters trained on "

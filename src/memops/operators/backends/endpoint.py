@@ -37,8 +37,8 @@ def endpoint_models(models: str | Mapping[str, str] | Sequence[str]) -> dict[str
     else:
         named = {}
         for word in models:
-            op, sep, name = word.rpartition("=") if "=" in word else ("", "", word)
-            for one in [op] if sep else OPS:
+            op, _, name = word.rpartition("=")  # "NAME": op is ""
+            for one in [op] if op else OPS:
                 named[one] = name
     unknown = sorted(set(named) - set(OPS))
     if unknown:
