@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= train,local,client,server,dev
+EXTRAS ?= train,local,client,server,postgres,dev
 comma := ,
 # GPU=1: a CUDA torch for training and vLLM's CUDA build for serving. Without it, the torch that
 # `pip install torch==2.13.0` finds: a CPU build where one is at hand, else PyPI's (a CUDA build

@@ -1,5 +1,6 @@
-"""The SQLite store's speed: notes per second and the latency of ``add_note`` and of each query on
-a store of 100,000 claims.
+"""The store's speed: notes per second and the latency of ``add_note`` and of each query on a
+store of 100,000 claims, in an SQLite file or (``--store postgresql://...``) on a PostgreSQL
+server, in a namespace of its own there.
 
 A store is filled with notes of ten claims each (thousands of keys over ten entities, most on
 ``main``/``production``, values that recur so merges and contests happen, every evidence type),
@@ -14,6 +15,7 @@ the learned decisions), where the model's time is most of a note's. Prints a tab
 ``<out>/store.json`` with the CPU named.
 
 Usage: python benchmarks/bench_store.py [--claims 100000] [--out outputs/bench/store] [--seed 0]
+           [--store postgresql://user:password@127.0.0.1/db]
            [--adapters outputs/adapters/smollm2-demo/smollm2-135m-instruct/synthetic
             --model smollm2-135m-instruct --learned 30]
 """
@@ -85,7 +87,7 @@ NOTES = [
 ]
 
 
-def learned_notes(db: Path, adapters: Path, model: str, n: int) -> dict[str, float]:
+def learned_notes(db: Path | str, adapters: Path, model: str, n: int) -> dict[str, float]:
     """p50 and p95 of ``n`` notes read and decided by the learned operators on the store."""
     from memops import open_memory
 
@@ -112,16 +114,18 @@ def main() -> None:
     parser.add_argument("--adapters", type=Path, help="a fold's adapters: time learned notes too")
     parser.add_argument("--model", default="smollm2-135m-instruct")
     parser.add_argument("--learned", type=int, default=30, help="learned notes timed")
+    parser.add_argument("--store", help="a PostgreSQL server's database (default: <out>/store.db)")
     args = parser.parse_args()
     from memops.train.cpu import cpu_model
 
     rng = random.Random(args.seed)
     slots = [(e, f"slot_{i}") for e in ENTITIES for i in range(max(2, args.claims // 200))]
     args.out.mkdir(parents=True, exist_ok=True)
-    db = args.out / "store.db"
-    for path in (db, db.with_name("store.db-wal"), db.with_name("store.db-shm")):
-        path.unlink(missing_ok=True)
-    memory = ProjectMemory(store=Store(db))
+    db: Path | str = args.store or args.out / "store.db"
+    if isinstance(db, Path):
+        for path in (db, db.with_name("store.db-wal"), db.with_name("store.db-shm")):
+            path.unlink(missing_ok=True)
+    memory = ProjectMemory(store=Store(db, namespace=f"bench-{datetime.now(UTC):%Y%m%dT%H%M%S%f}"))
     notes = args.claims // CLAIMS_PER_NOTE
     began = time.perf_counter()
     for i in tqdm(range(notes), desc="filling", unit="note"):
@@ -159,16 +163,19 @@ def main() -> None:
         figures["add_note, learned"] = learned_notes(db, args.adapters, args.model, args.learned)
     result = {
         "cpu": cpu_model(),
+        "store": memory.store.dialect.name,
         "claims": args.claims,
         "keys": len(memory.store.entries()),
         "fill_notes_per_s": notes / fill_s,
         "fill_claims_per_s": notes * CLAIMS_PER_NOTE / fill_s,
-        "store_mb": db.stat().st_size / 2**20,
+        "store_mb": db.stat().st_size / 2**20 if isinstance(db, Path) else None,
         "latency": figures,
     }
     (args.out / "store.json").write_text(json.dumps(result, indent=1) + "\n")
-    size = f"{args.claims} claims in {notes} notes, {result['keys']} keys, {result['store_mb']:.0f} MB"
-    print(f"{result['cpu']}: {size}")
+    size = f"{args.claims} claims in {notes} notes, {result['keys']} keys"
+    if result["store_mb"] is not None:
+        size += f", {result['store_mb']:.0f} MB"
+    print(f"{result['cpu']}, {result['store']}: {size}")
     print(f"filling: {result['fill_notes_per_s']:.0f} notes/s ({result['fill_claims_per_s']:.0f} claims/s)")
     print(f"{'call':<22} {'first ms':>9} {'p50 ms':>9} {'p95 ms':>9}")
     for name, f in figures.items():

@@ -137,3 +137,14 @@ def test_a_command_that_needs_an_extra_refuses_in_one_line(
     assert "Traceback" not in done.stderr
     assert last[-1].startswith(f"memops {args[0]}: this needs the train extra")
     assert "pip install 'memops[train]'" in last[-1]
+
+
+def test_a_postgresql_store_names_its_extra_on_the_base_install(base: Path) -> None:
+    code = (
+        "from memops.track.store import Store, StoreError\n"
+        "try:\n    Store('postgresql://memops@127.0.0.1:1/db')\n"
+        "except StoreError as exc:\n    print(exc)"
+    )
+    done = subprocess.run([str(base / "python"), "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "needs psycopg: pip install 'memops[postgres]'" in done.stdout

@@ -1,5 +1,6 @@
-"""The memory in an SQLite store: it survives the process, answers queries, takes corrections, keeps
-namespaces apart, and two processes writing to one file lose no update and decide no note twice."""
+"""The memory in a store, an SQLite file and a real PostgreSQL server alike: it survives the
+process, answers queries, takes corrections, keeps namespaces apart, and two processes writing to
+one store lose no update and decide no note twice."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import itertools
 import subprocess
 import sys
 import textwrap
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,17 @@ import pytest
 from memops import open_memory
 from memops.track import InputError, ProjectMemory
 from memops.track.store import Store
+
+NewStore = Callable[[], str]
+"""A fresh, empty store's URL."""
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def new_store(request: pytest.FixtureRequest, tmp_path: Path) -> NewStore:
+    if request.param == "sqlite":
+        return lambda: f"sqlite:///{tmp_path / uuid.uuid4().hex}.db"
+    server = request.getfixturevalue("postgres")
+    return lambda: server.database(f"memops_{uuid.uuid4().hex}")
 
 
 def claim(slot: str, value: str, kind: str = "code-change", **scope: str) -> dict[str, object]:
@@ -53,9 +67,9 @@ def fill(mem: ProjectMemory) -> None:
     )
 
 
-def test_a_store_file_outlives_its_process_and_answers_every_query(tmp_path: Path) -> None:
-    db = tmp_path / "memory.db"
-    with open_memory(store=f"sqlite:///{db}") as mem:
+def test_a_store_outlives_its_process_and_answers_every_query(new_store: NewStore) -> None:
+    db = new_store()
+    with open_memory(store=db) as mem:
         fill(mem)
     again = ProjectMemory(store=Store(db))
     assert again.seen == ["n1", "n2", "n3", "n4", "n5"]
@@ -84,16 +98,16 @@ def test_a_store_file_outlives_its_process_and_answers_every_query(tmp_path: Pat
     assert [c.value for c in again.history("database", "engine")] == ["PostgreSQL 15", "PostgreSQL 16"]
 
 
-def test_a_note_already_in_the_store_is_not_decided_again(tmp_path: Path) -> None:
-    mem = ProjectMemory(store=Store(tmp_path / "m.db"))
+def test_a_note_already_in_the_store_is_not_decided_again(new_store: NewStore) -> None:
+    mem = ProjectMemory(store=Store(new_store()))
     first = mem.add_note("x", "2026-03-08T10:00:00Z", note_id="n1", claims=[claim("engine", "PostgreSQL 15")])
     again = mem.add_note("x", "2026-03-08T10:00:00Z", note_id="n1", claims=[claim("engine", "MySQL 8")])
     assert again.decisions == first.decisions and mem.get("database", "engine").value == "PostgreSQL 15"
     assert mem.seen == ["n1"]
 
 
-def test_a_retracted_note_is_taken_back_and_its_keys_decided_again(tmp_path: Path) -> None:
-    mem = ProjectMemory(store=Store(tmp_path / "m.db"))
+def test_a_retracted_note_is_taken_back_and_its_keys_decided_again(new_store: NewStore) -> None:
+    mem = ProjectMemory(store=Store(new_store()))
     fill(mem)
     assert mem.retract("n4", "the upgrade was reverted") == [("database", "engine", "main", "production")]
     engine = mem.get("database", "engine")
@@ -108,8 +122,8 @@ def test_a_retracted_note_is_taken_back_and_its_keys_decided_again(tmp_path: Pat
     assert mem.get("database", "engine").value == "MySQL 8" and mem.contested() == []
 
 
-def test_a_person_resolves_a_contested_key_and_the_history_keeps_it(tmp_path: Path) -> None:
-    mem = ProjectMemory(store=Store(tmp_path / "m.db"))
+def test_a_person_resolves_a_contested_key_and_the_history_keeps_it(new_store: NewStore) -> None:
+    mem = ProjectMemory(store=Store(new_store()))
     fill(mem)
     decision = mem.resolve("database", "engine", "mysql 8", by="alice", reason="prod still runs MySQL")
     assert decision.action == "supersede"
@@ -129,8 +143,8 @@ def test_a_person_resolves_a_contested_key_and_the_history_keeps_it(tmp_path: Pa
     assert [c.kind for c in mem.store.corrections()] == ["resolve", "retract"]
 
 
-def test_a_dropped_branch_is_forgotten_and_main_is_kept(tmp_path: Path) -> None:
-    mem = ProjectMemory(store=Store(tmp_path / "m.db"))
+def test_a_dropped_branch_is_forgotten_and_main_is_kept(new_store: NewStore) -> None:
+    mem = ProjectMemory(store=Store(new_store()))
     fill(mem)
     assert mem.drop_scope("pool-experiment", reason="merged") == 1
     assert mem.snapshot("pool-experiment") == {"database.engine": "PostgreSQL 16", "database.pool_size": "20"}
@@ -139,8 +153,8 @@ def test_a_dropped_branch_is_forgotten_and_main_is_kept(tmp_path: Path) -> None:
         mem.drop_scope("main")
 
 
-def test_namespaces_share_a_file_and_nothing_else(tmp_path: Path) -> None:
-    db = tmp_path / "m.db"
+def test_namespaces_share_a_store_and_nothing_else(new_store: NewStore) -> None:
+    db = new_store()
     first = ProjectMemory(store=Store(db, namespace="repo-a"))
     fill(first)
     other = ProjectMemory(store=Store(db, namespace="repo-b"))
@@ -149,11 +163,11 @@ def test_namespaces_share_a_file_and_nothing_else(tmp_path: Path) -> None:
     assert first.get("database", "engine").value == "PostgreSQL 16"
 
 
-def test_a_json_export_imports_into_a_store_and_bad_stores_are_one_line(tmp_path: Path) -> None:
+def test_a_json_export_imports_into_a_store(new_store: NewStore, tmp_path: Path) -> None:
     mem = ProjectMemory()
     fill(mem)
     path = mem.save(tmp_path / "memory.json")
-    store = Store(tmp_path / "m.db")
+    store = Store(new_store())
     loaded = ProjectMemory.load(path, store=store)
     assert loaded.state == mem.state and loaded.seen == mem.seen
     # A note written after the import is retracted against the imported claims.
@@ -162,11 +176,18 @@ def test_a_json_export_imports_into_a_store_and_bad_stores_are_one_line(tmp_path
     assert loaded.get("database", "engine").status == "contested"
     with pytest.raises(InputError, match="already holds notes"):
         ProjectMemory.load(path, store=store)
+
+
+def test_a_store_that_cannot_be_opened_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "junk.db").write_bytes(b"not a database at all" * 100)
     for url, error in (
         (tmp_path / "junk.db", "not a memops store"),
         (tmp_path, "a folder, not a database file"),
-        ("postgresql://localhost/db", "only SQLite stores"),
+        ("mysql://localhost/db", "an SQLite file .* or a PostgreSQL server"),
+        (
+            "postgresql://memops:secret@127.0.0.1:1/db",
+            r"store postgresql://memops:\*\*\*@127.0.0.1:1/db: cannot connect",
+        ),
     ):
         with pytest.raises(InputError, match=error), open_memory(store=url):
             pass
@@ -198,12 +219,12 @@ WRITER = textwrap.dedent(
 )
 
 
-def test_two_processes_writing_one_store_lose_no_update(tmp_path: Path) -> None:
-    """500 notes each, at once, to one SQLite file. The engine's outcome depends on the order
+def test_two_processes_writing_one_store_lose_no_update(new_store: NewStore) -> None:
+    """500 notes each, at once, to one store. The engine's outcome depends on the order
     notes come in, so the check is serializability: replayed one by one in the order the store
     committed them, the notes give exactly the state the two writers left, and every note's two
     claims were decided once."""
-    db = tmp_path / "together.db"
+    db = new_store()
     writers = [
         subprocess.Popen([sys.executable, "-c", WRITER, str(db), prefix, "500"], stderr=subprocess.PIPE)
         for prefix in ("a", "b")
@@ -225,12 +246,12 @@ def test_two_processes_writing_one_store_lose_no_update(tmp_path: Path) -> None:
     assert all(len(together.store.decisions(note)) == 2 for note in notes)
 
 
-def test_the_async_calls_write_one_at_a_time_and_answer_as_the_memory_does(tmp_path: Path) -> None:
+def test_the_async_calls_write_one_at_a_time_and_answer_as_the_memory_does(new_store: NewStore) -> None:
     import asyncio
 
     from memops.track import AsyncProjectMemory
 
-    memory = ProjectMemory(store=Store(tmp_path / "m.db"))
+    memory = ProjectMemory(store=Store(new_store()))
 
     async def session() -> None:
         mem = AsyncProjectMemory(memory)

@@ -27,7 +27,7 @@ from memops.operators.backends.endpoint import add_endpoint_arguments
 from memops.operators.learned import EXTRACT_MODES
 from memops.track.memory import InputError
 from memops.track.opening import open_memory
-from memops.track.store import DEFAULT_NAMESPACE, store_path
+from memops.track.store import DEFAULT_NAMESPACE, is_server, store_path
 
 
 def api_key(key_file: Path) -> str:
@@ -48,7 +48,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         prog="memops serve", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--store", default="outputs/memory.db", help="an SQLite file (or sqlite:///path)")
+    parser.add_argument(
+        "--store",
+        default="outputs/memory.db",
+        help="an SQLite file (or sqlite:///path), or a PostgreSQL server (postgresql://user:password@host/db)",
+    )
     parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="the repository or tenant served")
     parser.add_argument(
         "--catalog", help="the slot catalog notes are read against (a YAML, or python-project)"
@@ -62,7 +66,11 @@ def main() -> None:
         "--host", default="127.0.0.1", help="the address to listen on (default: this machine only)"
     )
     parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--key-file", type=Path, help="where a new key is written (default: <store>.key)")
+    parser.add_argument(
+        "--key-file",
+        type=Path,
+        help="where a new key is written (default: <store>.key; outputs/serve.key for a PostgreSQL store)",
+    )
     parser.add_argument(
         "--mcp", action="store_true", help="speak MCP over stdin and stdout instead (for a coding agent)"
     )
@@ -95,8 +103,9 @@ def main() -> None:
 
             from memops.track.server import make_app
 
-            key = api_key(args.key_file or Path(f"{path}.key"))
-            where = "MEMOPS_API_KEY" if os.environ.get("MEMOPS_API_KEY") else args.key_file or f"{path}.key"
+            key_file = args.key_file or Path("outputs/serve.key" if is_server(args.store) else f"{path}.key")
+            key = api_key(key_file)
+            where = "MEMOPS_API_KEY" if os.environ.get("MEMOPS_API_KEY") else key_file
             print(f"memops serve: {path} [{args.namespace}] on http://{args.host}:{args.port} (key: {where})")
             uvicorn.run(make_app(memory, key), host=args.host, port=args.port, log_level="warning")
     except (BackendError, InputError, OSError) as exc:

@@ -1,11 +1,12 @@
 """The memory's store: notes, claims, their decisions and the entries at each key as rows of one
-SQLite database (stdlib ``sqlite3``, WAL journal), several namespaces (repositories, tenants) side
-by side.
+database, several namespaces (repositories, tenants) side by side: an SQLite file (stdlib
+``sqlite3``, WAL journal) or memory by default, or a PostgreSQL server (``postgresql://…``).
 
-Each note is decided and written in one ``BEGIN IMMEDIATE`` transaction: the entries at the
+Each note is decided and written in one transaction that holds the database's one write lock
+from its start (SQLite's ``BEGIN IMMEDIATE``, a PostgreSQL advisory lock): the entries at the
 note's keys are read, the engine (``StateMemory``, with whatever operators decide) applies its
 claims, and the touched entries, the new transitions and each claim's decision are written back
-before the lock is released. Two processes writing to one file therefore lose no update, and a
+before the lock is released. Two processes writing to one store therefore lose no update, and a
 note id already in the store is never decided again. Corrections (``retract``, ``resolve``,
 ``drop_scope``) decide the keys they touch again from the claims that remain, in the order they
 were written. ``ProjectMemory`` (``memops.track``) is the API users hold; this module knows no
@@ -22,18 +23,27 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from memops.core.records import Note
 from memops.memory.claims import DEFAULT_BRANCH, Claim, Key
 from memops.memory.state import Decision, Entry, StateMemory, Transition, entry_dict, entry_from_dict
-from memops.track.tables import KEY_COLUMNS, SCHEMA, SCHEMA_VERSION
+from memops.track.postgres import SCHEMES, shown
+from memops.track.tables import KEY_COLUMNS, POSTGRES, SCHEMA_VERSION, SQLITE, Dialect, words
 
 DEFAULT_NAMESPACE = "default"
 
 
 class StoreError(ValueError):
     """A store that cannot be opened or a correction that cannot apply, said in one line."""
+
+
+class Connection(Protocol):
+    """What the store asks of a database connection (``Connection`` has it)."""
+
+    def execute(self, sql: str, args: Sequence[Any] = ..., /) -> Any: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -47,62 +57,94 @@ class Correction:
     at: datetime
 
 
+def is_server(url: str | Path) -> bool:
+    """Whether a store URL names a PostgreSQL server rather than an SQLite file."""
+    return str(url).startswith(SCHEMES)
+
+
 def store_path(url: str | Path) -> str:
-    """The SQLite file (or ``:memory:``) a store URL names: ``sqlite:///relative.db``,
-    ``sqlite:////absolute.db``, a plain path, or ``:memory:``."""
+    """Where a store lives, as messages name it: the SQLite file (or ``:memory:``) of
+    ``sqlite:///relative.db``, ``sqlite:////absolute.db``, a plain path or ``:memory:``; a
+    PostgreSQL URL without its password."""
     text = str(url)
+    if is_server(text):
+        return shown(text)
     if text.startswith("sqlite://"):
         text = text.removeprefix("sqlite://").removeprefix("/") or ":memory:"
     elif "://" in text:
-        raise StoreError(f"store={text!r}: only SQLite stores are supported (sqlite:///path.db or a path)")
+        raise StoreError(
+            f"store={text!r}: a store is an SQLite file (sqlite:///path.db or a path) or a PostgreSQL"
+            " server (postgresql://user:password@host/database)"
+        )
     return text
 
 
-def fts_query(text: str) -> str:
-    """A user's words as an FTS5 query that matches them all, each taken literally."""
-    words = [w.replace('"', '""') for w in text.split()]
-    return " ".join(f'"{w}"' for w in words)
+def connect(url: str | Path) -> tuple[Dialect, Connection, tuple[type[Exception], ...]]:
+    """The database a store URL names, opened: its dialect, a connection, and the errors its
+    driver raises."""
+    text, path = str(url), store_path(url)
+    if is_server(text):
+        try:
+            from memops.track.postgres import Connection as PostgresConnection
+
+            db = PostgresConnection(text)
+        except ImportError:
+            raise StoreError(
+                f"store {path}: a PostgreSQL store needs psycopg: pip install 'memops[postgres]'"
+            ) from None
+        except Exception as exc:  # psycopg.OperationalError and kin: the server or its login
+            raise StoreError(f"store {path}: cannot connect ({str(exc).strip().splitlines()[0]})") from None
+        return POSTGRES, db, db.errors
+    if path != ":memory:":
+        if Path(path).is_dir():
+            raise StoreError(f"store {path}: a folder, not a database file")
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
+    if path != ":memory:":
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"store {path}: not a memops store ({exc})") from exc
+    return SQLITE, db, (sqlite3.DatabaseError,)
 
 
 class Store:
-    """One SQLite database, read and written in one namespace. Safe across threads (one
-    connection behind a lock) and across processes (SQLite's own locking)."""
+    """One database, read and written in one namespace. Safe across threads (one connection
+    behind a lock) and across processes (the database's own locking)."""
 
     def __init__(self, url: str | Path = ":memory:", namespace: str = DEFAULT_NAMESPACE) -> None:
-        path = store_path(url)
         if not namespace or not namespace.strip():
             raise StoreError("namespace: a non-empty name")
-        if path != ":memory:":
-            if Path(path).is_dir():
-                raise StoreError(f"store {path}: a folder, not a database file")
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self.path, self.namespace = path, namespace
+        self.path, self.namespace = store_path(url), namespace
+        self.dialect, self._db, errors = connect(url)
         self._lock = threading.RLock()
         self._read: dict[Key, tuple[int, Entry]] = {}
         try:
-            self._db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
-            if path != ":memory:":
-                self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(SCHEMA)
             with self._write() as db:
+                for statement in self.dialect.schema:
+                    db.execute(statement)
                 found = db.execute("SELECT value FROM meta WHERE ns = '' AND name = 'schema'").fetchone()
                 if found is None:
                     db.execute("INSERT INTO meta VALUES ('', 'schema', ?)", (SCHEMA_VERSION,))
                 elif found[0] != SCHEMA_VERSION:
-                    raise StoreError(f"store {path}: schema {found[0]}, this memops reads {SCHEMA_VERSION}")
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"store {path}: not a memops store ({exc})") from exc
+                    raise StoreError(
+                        f"store {self.path}: schema {found[0]}, this memops reads {SCHEMA_VERSION}"
+                    )
+        except errors as exc:
+            self._db.close()
+            raise StoreError(f"store {self.path}: not a memops store ({exc})") from exc
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, taking SQLite's write lock at its start so that what it reads
-        cannot change before it commits."""
+    def _write(self) -> Iterator[Connection]:
+        """One write transaction, taking the database's write lock at its start so that what it
+        reads cannot change before it commits."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            for statement in self.dialect.begin:
+                self._db.execute(statement)
             try:
                 yield self._db
             except BaseException:
@@ -124,7 +166,8 @@ class Store:
         with self._write() as db:
             for name, value in values.items():
                 db.execute(
-                    "INSERT OR REPLACE INTO meta VALUES (?, ?, ?)",
+                    "INSERT INTO meta VALUES (?, ?, ?)"
+                    " ON CONFLICT (ns, name) DO UPDATE SET value = excluded.value",
                     (self.namespace, name, json.dumps(value, ensure_ascii=False)),
                 )
 
@@ -168,17 +211,17 @@ class Store:
                     "INSERT INTO notes (ns, id, skipped) VALUES (?, ?, ?)", (self.namespace, note_id, reason)
                 )
 
-    def _has_note(self, db: sqlite3.Connection, note_id: str) -> bool:
+    def _has_note(self, db: Connection, note_id: str) -> bool:
         found = db.execute("SELECT 1 FROM notes WHERE ns = ? AND id = ?", (self.namespace, note_id))
         return found.fetchone() is not None
 
     def _add_claim(
-        self, db: sqlite3.Connection, note: str, kind: str, claim: Claim, decision: Decision | None = None
+        self, db: Connection, note: str, kind: str, claim: Claim, decision: Decision | None = None
     ) -> None:
         previous = decision.previous if decision else None
-        seq = db.execute(
+        (seq,) = db.execute(
             "INSERT INTO claims (ns, note, kind, entity, slot, branch, env, claim, action, previous, reason)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
             (
                 self.namespace,
                 note,
@@ -189,13 +232,13 @@ class Store:
                 previous.model_dump_json() if previous else None,
                 decision.reason if decision else None,
             ),
-        ).lastrowid
-        text = f"{claim.entity} {claim.slot} {claim.value}".replace("_", " ")
-        db.execute("INSERT INTO search (rowid, text, ns) VALUES (?, ?, ?)", (seq, text, self.namespace))
+        ).fetchone()
+        found = self.dialect.stored(words(f"{claim.entity} {claim.slot} {claim.value}"))
+        db.execute(self.dialect.add_search, (seq, found, self.namespace))
 
     def _put(
         self,
-        db: sqlite3.Connection,
+        db: Connection,
         engine: StateMemory,
         keys: Iterable[Key],
         transitions: Iterable[Transition],
@@ -207,7 +250,8 @@ class Store:
             if entry is not None and entry.items:
                 (rev,) = db.execute(
                     "INSERT INTO meta VALUES ('', 'rev', '1') ON CONFLICT (ns, name)"
-                    " DO UPDATE SET value = CAST(value AS INTEGER) + 1 RETURNING CAST(value AS INTEGER)"
+                    " DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)"
+                    " RETURNING CAST(value AS INTEGER)"
                 ).fetchone()
                 db.execute(
                     "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -227,7 +271,7 @@ class Store:
                 (self.namespace, *t.key, json.dumps(t.to_dict())),
             )
 
-    def _entries(self, db: sqlite3.Connection, keys: Iterable[Key]) -> list[Entry]:
+    def _entries(self, db: Connection, keys: Iterable[Key]) -> list[Entry]:
         out = []
         for key in keys:
             row = db.execute(
@@ -304,15 +348,10 @@ class Store:
     def find(self, text: str, limit: int = 50) -> list[Key]:
         """The keys whose names or any of whose live claims' values hold every word of ``text``,
         best match first."""
-        query = fts_query(text)
-        if not query:
+        asked = words(text)
+        if not asked:
             return []
-        rows = self._rows(
-            "SELECT c.entity, c.slot, c.branch, c.env FROM search JOIN claims c ON c.seq = search.rowid"
-            " WHERE search MATCH ? AND search.ns = ? GROUP BY c.entity, c.slot, c.branch, c.env"
-            " ORDER BY MIN(search.rank), MIN(c.seq) LIMIT ?",
-            (query, self.namespace, limit),
-        )
+        rows = self._rows(self.dialect.find, (self.dialect.match(asked), self.namespace, limit))
         return [Key(*row) for row in rows]
 
     def seen(self) -> list[str]:
@@ -418,17 +457,17 @@ class Store:
             self._correction(db, "drop_scope", branch if env is None else f"{branch}/{env}", None, reason)
         return dropped
 
-    def _retire(self, db: sqlite3.Connection, where: str, args: Sequence[Any]) -> None:
+    def _retire(self, db: Connection, where: str, args: Sequence[Any]) -> None:
         """Claims no longer in force (those ``where`` selects): kept as rows, out of every later
         decision and search."""
         db.execute(
-            f"DELETE FROM search WHERE rowid IN (SELECT seq FROM claims WHERE live = 1 AND {where})", args
+            f"DELETE FROM search WHERE {self.dialect.search_id} IN"
+            f" (SELECT seq FROM claims WHERE live = 1 AND {where})",
+            args,
         )
         db.execute(f"UPDATE claims SET live = 0 WHERE live = 1 AND {where}", args)
 
-    def _decide_again(
-        self, db: sqlite3.Connection, keys: Sequence[Key], engine: Callable[[], StateMemory]
-    ) -> None:
+    def _decide_again(self, db: Connection, keys: Sequence[Key], engine: Callable[[], StateMemory]) -> None:
         """Each key's entry and history rebuilt from its live claims and verdicts, in their order."""
         for key in keys:
             db.execute(f"DELETE FROM transitions WHERE ns = ? AND {KEY_COLUMNS}", (self.namespace, *key))
@@ -455,11 +494,12 @@ class Store:
                 )
             self._put(db, state, [key], state.transitions)
 
-    def _correction(self, db: sqlite3.Connection, kind: str, target: str, by: str | None, reason: str) -> int:
+    def _correction(self, db: Connection, kind: str, target: str, by: str | None, reason: str) -> int:
         return db.execute(
-            "INSERT INTO corrections (ns, kind, target, by, reason, at) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO corrections (ns, kind, target, by, reason, at)"
+            " VALUES (?, ?, ?, ?, ?, ?) RETURNING seq",
             (self.namespace, kind, target, by, reason, datetime.now(UTC).isoformat()),
-        ).lastrowid
+        ).fetchone()[0]
 
     # -- import ------------------------------------------------------------------------------
 
