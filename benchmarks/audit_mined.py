@@ -23,7 +23,7 @@ from memops.core.sources import MINED, Sources
 from memops.data.audit import Finding, audit
 from memops.data.catalog import load_read_from
 from memops.data.problems import yaml_with_lines
-from memops.data.replay import Annotation, read_export
+from memops.data.trajectory import Annotation, read_export
 
 SHEET = MINED / "AUDIT.md"
 SAMPLE = 40

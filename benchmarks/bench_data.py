@@ -17,8 +17,8 @@ from pathlib import Path
 from memops.core.sources import EXPORTS
 from memops.data.build import build_folds, build_pool
 from memops.data.config import DataConfig
-from memops.data.replay import load_trajectories
 from memops.data.scenarios.generate import scenarios
+from memops.data.trajectory import load_trajectories
 
 
 def once(cfg: DataConfig, out: Path) -> dict[str, float]:

@@ -24,7 +24,7 @@ Hydra overrides after the options reach every step, the root's paths excepted
 
 Scoring runs in a process that trained nothing. It prints the wall time of each step and each
 pass's phases, the training tokens/s and their share of the matmul peak of the cores they had
-(``train/throughput.py``), the pooled held-out figures and the parity; writes them to
+(``benchmarks/throughput.py``), the pooled held-out figures and the parity; writes them to
 ``<root>/heldout.json`` and draws the steps per core in ``<root>/timeline.png``. A rerun resumes
 and runs only what is left, so its times are those of what was left: give a new ``--root`` for
 a timing. A rerun with other overrides stops before any step if a finished adapter was trained
@@ -41,6 +41,10 @@ import time
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
+from throughput import flops_per_token, matmul_peak, token_mix
+from timeline import IN_LANES, OVERLAPPED, PASS_STAGE, SIDE_BY_SIDE, phase_row, plot
+
+from memops import schemas
 from memops.core.config import compose_config, write_config
 from memops.core.lanes import LaneFailed, halves, in_lanes
 from memops.core.layout import OUTPUTS
@@ -49,10 +53,8 @@ from memops.eval.loo import PHASES
 from memops.eval.parity import parity as decoding_parity
 from memops.eval.plan import AdapterMismatch, steps
 from memops.eval.tables import cell
-from memops.eval.timeline import IN_LANES, OVERLAPPED, PASS_STAGE, SIDE_BY_SIDE, phase_row, plot
 from memops.train.config import train_config
 from memops.train.cpu import cpu_model, matmul_flags, native_bf16
-from memops.train.throughput import flops_per_token, matmul_peak, token_mix
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = "benchmarks/bench_heldout.py"
@@ -146,6 +148,7 @@ def main() -> None:
     )
     parser.add_argument("overrides", nargs="*", help="Hydra overrides for every step")
     args = parser.parse_args()
+    schemas.register()
     root = args.root.resolve()
     (root / "logs").mkdir(parents=True, exist_ok=True)
     model_path = root / "models" / compose_config(args.config_name, args.overrides).model.name
@@ -156,7 +159,7 @@ def main() -> None:
         f"adapters_dir={root / 'adapters'}",
         f"runs_dir={root / 'loo'}",
     ]
-    cfg: LooConfig = compose_config(args.config_name, where)  # importing LooConfig registers its schema
+    cfg: LooConfig = compose_config(args.config_name, where)
     if not cfg.adapters_fold:
         sys.exit(
             f"{args.config_name}: the benchmark serves every fold from one fold's adapters "

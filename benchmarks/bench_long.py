@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 
 from memops.core.sources import ANNOTATIONS, EXPORTS, Sources
-from memops.data.replay import check_trajectory
+from memops.data.trajectory import check_trajectory
 from memops.operators.registry import OPERATORS, UPDATE
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from memops.core.models import model_config
 from memops.core.sources import ANNOTATIONS, EXPORTS, Sources
-from memops.data.replay import load_trajectory
+from memops.data.trajectory import load_trajectory
 from memops.operators.backends.factory import BackendConfig, open_backend
 from memops.operators.learned import LearnedOperators, Outcome
 from memops.train.builds import ensure_model

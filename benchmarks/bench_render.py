@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from memops.core.sources import ANNOTATIONS, EXPORTS, Sources
-from memops.data.replay import load_trajectories
+from memops.data.trajectory import load_trajectories
 from memops.memory.renderer import CURRENT, TRANSITIONS
 
 

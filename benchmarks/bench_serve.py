@@ -37,7 +37,7 @@ from pathlib import Path
 from memops.core.models import ModelConfig, model_config
 from memops.core.sources import ANNOTATIONS, EXPORTS, Sources
 from memops.data.manifest import write_manifest
-from memops.data.replay import load_trajectory
+from memops.data.trajectory import load_trajectory
 from memops.operators.backends.serve import ServeConfig, VLLMServer
 from memops.operators.backends.vllm import VLLMBackend
 from memops.operators.learned import EXTRACT_MODES, LearnedOperators, mode_adapter

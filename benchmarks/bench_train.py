@@ -10,7 +10,7 @@ where the CPU multiplies bf16 natively), then prints per candidate:
   examples share, once per row); its rows are those of the candidate before it with the same
   row length, so their tokens are counted from that one's run;
 - the tokens/s it computed (fewer than the rows' for ``shared_prefix``);
-- GFLOP/s of the work the loss needs on the rows as packed (``train/throughput.py``) and its
+- GFLOP/s of the work the loss needs on the rows as packed (``benchmarks/throughput.py``) and its
   share of the peak in the precision the candidate's matmuls ran in; a candidate that skips
   work (the LM head off the labels, the shared start) shows as a higher share. The count is the
   candidate's own: adapters on the top layers only need no backward pass below them;
@@ -33,6 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from memops import schemas
 from memops.core.config import compose_config
 from memops.core.layout import DATASETS, MODELS
 from memops.train.cpu import cpu_model, matmul_flags, native_bf16
@@ -136,6 +137,7 @@ def one(overrides: list[str]) -> dict:
     """Train one candidate in this process; what its manifest says."""
     from memops.train.recipe import train_adapter
 
+    schemas.register()
     manifest = train_adapter(compose_config("train", overrides))
     steps = [e for e in manifest["log_history"] if "loss" in e and "num_input_tokens_seen" in e]
     first, last = steps[0], steps[-1]
@@ -190,10 +192,10 @@ def main() -> None:
         return
 
     import torch
+    from throughput import flops_per_token, matmul_peak, token_mix
 
     from memops.core.models import LoraSpec, model_config
     from memops.train.builds import ensure_model
-    from memops.train.throughput import flops_per_token, matmul_peak, token_mix
 
     gpu = args.model_shape is not None
     candidates = dict(GPU_CANDIDATES if gpu else CPU_CANDIDATES)
@@ -254,7 +256,8 @@ def main() -> None:
     )
     print(f"\n{device}; {args.model_shape or args.model}, op {args.op}, {args.steps} steps")
     print(
-        f"{first['flops_per_token'] / 1e9:.3f} GFLOP per trained token, first candidate (train/throughput.py)"
+        f"{first['flops_per_token'] / 1e9:.3f} GFLOP per trained token, first candidate"
+        " (benchmarks/throughput.py)"
     )
     if peaks:
         print("matmul peak: " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peaks.items()))

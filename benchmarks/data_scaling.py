@@ -21,6 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from memops import schemas
 from memops.core.config import compose_config
 from memops.core.layout import OUTPUTS
 from memops.eval.config import LooConfig
@@ -39,6 +40,7 @@ def main() -> None:
     parser.add_argument("--counts", type=int, nargs="+", default=[0, 1, 2, 4])
     parser.add_argument("--root", type=Path, default=Path(OUTPUTS) / "scaling")
     args = parser.parse_args()
+    schemas.register()
     root = args.root.resolve()
     base: LooConfig = compose_config(args.config_name, [f"folds=[{args.fold}]"])
     others = [name for name in base.sources().names() if name != args.fold]

@@ -12,8 +12,11 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
+from memops import schemas
 from memops.core.config import CONFIGS, entry_config
 from memops.eval.curve import CURVE, CurveConfig, learning_curve
+
+schemas.register()
 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name="curve")

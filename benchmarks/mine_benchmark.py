@@ -29,7 +29,7 @@ from memops.core.sources import MINED, Sources
 from memops.data.catalog import ReadFrom, load_read_from
 from memops.data.mine import DISPUTED, LEFT_OUT, Blobs, Miner, facts_at, files_at, mine
 from memops.data.problems import yaml_with_lines
-from memops.data.replay import Annotation, load_trajectory, read_export
+from memops.data.trajectory import Annotation, load_trajectory, read_export
 from memops.eval.metrics import verbatim
 
 REPOSITORIES: dict[str, str] = {

@@ -31,8 +31,8 @@ from pathlib import Path
 
 from memops.core.layout import OUTPUTS
 from memops.core.sources import MINED, MINED_FOLDER, SHIPPED, Sources
-from memops.data.replay import load_trajectory
-from memops.eval.records import read_records
+from memops.data.trajectory import load_trajectory
+from memops.eval.scored import read_records
 from memops.eval.summary import summarize
 from memops.eval.tables import cell
 

@@ -14,9 +14,12 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
+from memops import schemas
 from memops.core.config import CONFIGS, entry_config
 from memops.eval.config import ParityConfig
 from memops.eval.parity import parity
+
+schemas.register()
 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name="parity")

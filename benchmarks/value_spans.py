@@ -34,14 +34,15 @@ from pathlib import Path
 from pydantic_core import to_json
 from tqdm import tqdm
 
+from memops import schemas
 from memops.core.config import compose_config
 from memops.core.layout import run_dir
 from memops.core.records import MAX_VALUE_CHARS, Catalog, ExtractedClaim, Note
-from memops.data.replay import HINTS_LEAD, load_trajectory
+from memops.data.trajectory import HINTS_LEAD, load_trajectory
 from memops.eval.config import LooConfig
 from memops.eval.loo import adapters_of
 from memops.eval.metrics import bootstrap_ci, token_f1, value_match
-from memops.eval.records import RecordsError, json_lines, mend_tail
+from memops.eval.scored import RecordsError, json_lines, mend_tail
 from memops.eval.tables import cell
 from memops.operators.backends.hf import HFBackend
 from memops.operators.learned import LearnedOperators
@@ -106,7 +107,7 @@ def least_risk(odds: dict[str, float]) -> str | None:
 
 def written(out: Path) -> dict[tuple[str, str, int], dict]:
     """The rows a run has written, by (fold, note, claim index); the file is then mended so that
-    a row cut off mid-write (a run killed there) is gone (``eval.records``)."""
+    a row cut off mid-write (a run killed there) is gone (``eval.scored``)."""
     rows = {(row["fold"], row["note"], row["claim"]): row for _, row in json_lines(out)}
     mend_tail(out, len(rows))
     return rows
@@ -174,6 +175,7 @@ def main() -> None:
     parser.add_argument("--config-name", default="smollm2-cpu")
     parser.add_argument("overrides", nargs="*", help="memops loo overrides: runs_dir=... run=...")
     args = parser.parse_args()
+    schemas.register()
     cfg: LooConfig = compose_config(args.config_name, args.overrides)
     if cfg.backend.kind != "hf":
         parser.error(f"backend={cfg.backend.kind}: the study runs on hf (a thousand-option probe per claim)")

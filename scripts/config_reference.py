@@ -21,23 +21,19 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from memops.core.config import CONFIGS
-from memops.data.config import DataConfig
-from memops.eval.config import LooConfig, ParityConfig, ReplayConfig, ReportConfig
-from memops.eval.curve import CurveConfig
-from memops.slurm.config import SubmitConfig
-from memops.train.config import TrainConfig
+from memops.schemas import SCHEMAS
 
-ENTRIES: dict[str, tuple[type, str]] = {
-    "data": (DataConfig, "memops build-data"),
-    "train": (TrainConfig, "memops train, accelerate launch train.py"),
-    "loo": (LooConfig, "memops loo (and every LOO run config: tiny-demo, smollm2-cpu, smollm2-demo)"),
-    "replay": (ReplayConfig, "memops replay"),
-    "report": (ReportConfig, "memops report"),
-    "submit": (SubmitConfig, "memops submit, memops preflight"),
-    "curve": (CurveConfig, "python benchmarks/learning_curve.py"),
-    "parity": (ParityConfig, "python benchmarks/parity.py"),
+COMMANDS: dict[str, str] = {
+    "data": "memops build-data",
+    "train": "memops train, accelerate launch train.py",
+    "loo": "memops loo (and every LOO run config: tiny-demo, smollm2-cpu, smollm2-demo)",
+    "replay": "memops replay",
+    "report": "memops report",
+    "submit": "memops submit, memops preflight",
+    "curve": "python benchmarks/learning_curve.py",
+    "parity": "python benchmarks/parity.py",
 }
-"""Each entry config: its schema and the commands that read it."""
+"""Each entry config (``memops.schemas.SCHEMAS`` holds its schema) and the commands that read it."""
 
 
 def field_docs(cls: type) -> dict[str, str]:
@@ -122,15 +118,15 @@ def reference() -> str:
         "## Entry configs",
     ]
     seen: set[type] = set()
-    for name, (cls, commands) in ENTRIES.items():
-        out += ["", f"### `{name}` ({commands})", "", f"Schema `{cls.__module__}.{cls.__name__}`.", ""]
+    for name, cls in SCHEMAS.items():
+        out += ["", f"### `{name}` ({COMMANDS[name]})", "", f"Schema `{cls.__module__}.{cls.__name__}`.", ""]
         out += ["```yaml", config_file(CONFIGS / f"{name}.yaml"), "```", ""]
         fresh = {c for c in seen}
         out += list(table(cls, fresh))
         seen |= fresh
     out += ["", "## Other primary configs", ""]
     for path in sorted(CONFIGS.glob("*.yaml")):
-        if path.stem not in ENTRIES:
+        if path.stem not in SCHEMAS:
             out += [f"### `--config-name {path.stem}`", "", "```yaml", config_file(path), "```", ""]
     out += ["## Groups", ""]
     for group in sorted(p for p in CONFIGS.iterdir() if p.is_dir() and p.name != "hydra"):

@@ -6,8 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from memops import schemas
 from memops.core.sources import TRAJECTORIES, Sources
 from memops.operators.registry import adapters
+
+schemas.register()  # the tests compose configs as the memops command does
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "memops"

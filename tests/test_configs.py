@@ -10,11 +10,6 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-import memops.data.config
-import memops.eval.config
-import memops.eval.curve
-import memops.slurm.config
-import memops.train.config  # noqa: F401  (registers train_schema and the op group)
 from memops.core.config import CONFIGS, compose_config
 from memops.operators.registry import ADAPTERS, adapters
 from tests.slurm.test_submit import dry_run

@@ -12,12 +12,6 @@ from pathlib import Path
 
 import pytest
 
-# Importing each entry config's module registers its schema, which composing it needs.
-import memops.data.config
-import memops.eval.config
-import memops.eval.curve
-import memops.slurm.config
-import memops.train.config  # noqa: F401
 from memops.cli import COMMANDS, named_config
 from memops.core.config import compose_config
 from tests.conftest import ROOT

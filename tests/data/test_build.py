@@ -14,7 +14,7 @@ from memops.data.build import LeakageError, check_leakage, fold_splits
 from memops.data.config import DataConfig
 from memops.data.pipeline import build
 from memops.data.realism import NaiveBayes
-from memops.data.replay import load_trajectory
+from memops.data.trajectory import load_trajectory
 from memops.memory import ACTIONS
 from memops.operators.contract import regions
 from memops.operators.examples import COMPARE_LABELS

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memops.data.replay import read_export
+from memops.data.trajectory import read_export
 from tests.conftest import ROOT
 
 

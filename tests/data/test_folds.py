@@ -16,7 +16,7 @@ from memops.core.layout import ADAPTER_MANIFEST, ALL, SYNTHETIC, adapters_path
 from memops.core.sessions import Episode
 from memops.core.sources import SHIPPED
 from memops.data.build import fold_splits
-from memops.data.replay import load_trajectory
+from memops.data.trajectory import load_trajectory
 from tests.conftest import shipped
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memops.core.sessions import Episode
-from memops.data.replay import load_trajectory
+from memops.data.trajectory import load_trajectory
 from memops.memory.state import Entry, StateMemory, rule
 from memops.operators.prompts import update_messages
 from memops.operators.registry import UPDATE

@@ -14,7 +14,7 @@ from memops.core.sources import Sources
 from memops.data.catalog import load_read_from
 from memops.data.mine import MineError, Miner, mine
 from memops.data.problems import DataError
-from memops.data.replay import load_trajectory
+from memops.data.trajectory import load_trajectory
 from tests.data.test_export import git
 
 SETUP_PY = """from setuptools import setup
@@ -401,7 +401,7 @@ def test_the_audit_passes_every_mined_claim_and_names_what_a_wrong_gold_gets_wro
 ) -> None:
     from memops.data.audit import audit
     from memops.data.problems import yaml_with_lines
-    from memops.data.replay import Annotation, read_export
+    from memops.data.trajectory import Annotation, read_export
 
     assert run_mine(repo, tmp_path).returncode == 0
     annotation = Annotation.model_validate(yaml_with_lines(tmp_path / "demo.yaml")[0])

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from memops.core.sources import MINED, Sources
-from memops.data.replay import load_trajectories
+from memops.data.trajectory import load_trajectories
 from tests.conftest import ROOT
 
 CARD = (MINED / "README.md").read_text()

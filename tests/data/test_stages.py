@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from memops.core.sessions import Episode, Session
 from memops.data.build import LeakageError, Pool, build_folds, build_pool, mix_stages
-from memops.data.replay import load_trajectory
 from memops.data.scenarios.generate import scenarios
+from memops.data.trajectory import load_trajectory
 from memops.memory import norm
 from memops.operators.backends import Completion, Odds, Probe, Request
 from memops.operators.examples import extract_examples, stage_examples

@@ -18,7 +18,7 @@ from memops.core.sources import SHIPPED
 from memops.data.problems import DataError
 from memops.eval.config import LooConfig
 from memops.eval.loo import PHASES, SETTINGS, check_settings, evaluate, run_settings
-from memops.eval.records import Records, RecordsError, json_lines, mend_tail, read_records
+from memops.eval.scored import Records, RecordsError, json_lines, mend_tail, read_records
 from memops.eval.summary import ENGINE_ONLY, LEARNED, METRICS, VARIANTS
 from memops.eval.tables import table
 from memops.operators.backends import BackendError

@@ -15,7 +15,7 @@ from memops.data.pipeline import build as build_data
 from memops.eval.config import LooConfig
 from memops.eval.loo import evaluate
 from memops.eval.plan import steps
-from memops.eval.records import read_records
+from memops.eval.scored import read_records
 from memops.operators.backends import BackendError
 from memops.train.card import HELDOUT
 from tests.conftest import QUICK_TRAIN

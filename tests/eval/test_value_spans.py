@@ -13,7 +13,7 @@ import yaml
 
 from memops.core.sources import Sources
 from memops.data.problems import load_yaml
-from memops.data.replay import load_trajectory
+from memops.data.trajectory import load_trajectory
 from memops.eval.metrics import value_match
 from tests.conftest import ROOT, shipped
 

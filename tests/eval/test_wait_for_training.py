@@ -16,7 +16,7 @@ import pytest
 
 from memops.core.config import compose_config
 from memops.eval.loo import evaluate
-from memops.eval.records import read_records
+from memops.eval.scored import read_records
 from tests.conftest import QUICK_TRAIN
 
 FOLD = "patch-guardrails"

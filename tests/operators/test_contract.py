@@ -138,7 +138,7 @@ def test_synthetic_episodes_teach_every_region_in_their_own_names(synthetic: lis
 def test_no_training_source_speaks_the_suites_names(synthetic: list, export_dir) -> None:
     """The suite is held out by construction: its entities, slots and values appear in no
     synthetic scenario and no shipped trajectory."""
-    from memops.data.replay import load_trajectories
+    from memops.data.trajectory import load_trajectories
     from tests.conftest import shipped
 
     words = {norm(w) for w in suite_names() if len(w) > 4}
@@ -151,7 +151,7 @@ def test_no_training_source_speaks_the_suites_names(synthetic: list, export_dir)
 
 
 def test_a_trajectory_episode_gets_no_contract_cases(export_dir) -> None:
-    from memops.data.replay import load_trajectories
+    from memops.data.trajectory import load_trajectories
     from tests.conftest import shipped
 
     episode = load_trajectories(shipped(export_dir))[0]

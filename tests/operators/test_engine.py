@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memops.data.replay import load_trajectory
+from memops.data.trajectory import load_trajectory
 from memops.memory.state import StateMemory
 from memops.operators.backends import BackendError, Completion, Request
 from memops.operators.backends.symbolic import SymbolicBackend

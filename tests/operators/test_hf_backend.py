@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memops.core.models import ModelConfig
-from memops.data.replay import load_trajectory
+from memops.data.trajectory import load_trajectory
 from memops.operators.backends import BASE, BackendError, Request
 from memops.operators.backends.hf import HFBackend, prompt_text
 from memops.operators.backends.prefixes import StemCache, stem_ends

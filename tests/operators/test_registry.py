@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from memops.core.sessions import Episode
-from memops.data.replay import load_trajectory
 from memops.data.scenarios.generate import scenarios
+from memops.data.trajectory import load_trajectory
 from memops.operators.registry import DECISIONS, OPERATORS, OPS
 from tests.conftest import shipped
 

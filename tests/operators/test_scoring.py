@@ -14,7 +14,7 @@ import pytest
 
 from memops.core.models import model_config
 from memops.core.records import Catalog, CatalogEntry, Note
-from memops.data.replay import load_trajectory
+from memops.data.trajectory import load_trajectory
 from memops.eval.calibration import best_threshold, calibrate
 from memops.operators.backends import BackendError, Probe, parting
 from memops.operators.backends.hf import HFBackend, prompt_text

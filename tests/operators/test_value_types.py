@@ -20,7 +20,7 @@ from memops.core.records import Catalog, CatalogEntry, ExtractedClaim, Note
 from memops.core.sources import Sources
 from memops.core.values import TEXT, ValueType, candidates
 from memops.data.catalog import load_catalog
-from memops.data.replay import load_trajectories
+from memops.data.trajectory import load_trajectories
 from memops.operators.backends.hf import HFBackend
 from memops.operators.backends.symbolic import SymbolicBackend
 from memops.operators.learned import Extraction, LearnedOperators, Outcome, in_type, typed

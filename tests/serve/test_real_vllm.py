@@ -27,7 +27,7 @@ from memops.core.records import Note
 from memops.data.scenarios.catalog import SYNTHETIC_CATALOG
 from memops.eval.loo import evaluate
 from memops.eval.parity import parity
-from memops.eval.records import read_records, record_key
+from memops.eval.scored import read_records, record_key
 from memops.eval.summary import VARIANTS
 from memops.memory.example import example_claims
 from memops.operators.backends import BackendError, Request
@@ -146,7 +146,7 @@ def test_the_process_that_runs_the_adapters_multiplies_once_per_adapter(server: 
 def test_every_operator_answers_compact_json_that_validates(
     backend, small_datasets: Path, export_dir: Path
 ) -> None:
-    from memops.data.replay import load_trajectory
+    from memops.data.trajectory import load_trajectory
     from tests.conftest import shipped
 
     episode = load_trajectory(FOLD, shipped(export_dir))
@@ -192,7 +192,7 @@ def test_an_openai_compatible_endpoint_answers_as_the_server_does_and_drives_a_m
     operator's model by name and its schema as ``response_format``. vLLM holds an answer to that
     as it holds one to its own ``structured_outputs``, so every call's greedy text is the one the
     project's client gets; ``open_memory(endpoint=...)`` then reads and decides notes on it."""
-    from memops.data.replay import load_trajectory
+    from memops.data.trajectory import load_trajectory
     from tests.conftest import shipped
 
     episode = load_trajectory(FOLD, shipped(export_dir))
@@ -236,7 +236,7 @@ def test_a_probe_reads_what_the_hf_backend_reads(
     from dataclasses import replace
 
     from memops.core.models import model_config
-    from memops.data.replay import load_trajectory
+    from memops.data.trajectory import load_trajectory
     from memops.operators.backends.hf import HFBackend
     from memops.operators.prompts import select_messages, selection_answers
     from tests.conftest import shipped

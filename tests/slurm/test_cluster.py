@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from memops.core.config import compose_config, write_config
-from memops.eval.records import read_records
+from memops.eval.scored import read_records
 from memops.operators.registry import OPS
 from memops.slurm.submit import BY, TEMPLATES
 from tests.conftest import ROOT

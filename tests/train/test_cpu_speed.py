@@ -11,7 +11,6 @@ from memops.core.models import LoraSpec, ModelConfig
 from memops.train.config import OpConfig, TrainConfig
 from memops.train.cpu import labelled_positions_only, native_bf16
 from memops.train.recipe import precision
-from memops.train.throughput import TokenMix, flops_per_token, token_mix
 
 
 def fused_log_probs(model, ids, labels):
@@ -62,44 +61,6 @@ def test_a_slurm_task_takes_the_cores_it_was_granted(monkeypatch: pytest.MonkeyP
     assert cpu_threads() == 1
     monkeypatch.setenv("SLURM_CPUS_PER_TASK", str(cores + 8))  # more than this machine has
     assert cpu_threads() == cores
-
-
-def test_the_flop_count_is_four_per_weight_of_the_body(tiny_model: Path) -> None:
-    """With no labelled token, no context and rank 0, a token costs 4 FLOPs per projection
-    weight of the real model: 2 forward, 2 for the input gradients."""
-    from transformers import AutoModelForCausalLM
-
-    model = AutoModelForCausalLM.from_pretrained(tiny_model, use_safetensors=True)
-    names = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-    weights = sum(
-        p.numel() for n, p in model.named_parameters() if n.endswith(".weight") and n.split(".")[-2] in names
-    )
-    none = TokenMix(labelled=0.0, mean_context=0.0)
-    assert flops_per_token(tiny_model, LoraSpec(r=0), none) == 4 * weights
-    head = 2 * 2 * model.config.hidden_size * model.config.vocab_size
-    labelled = flops_per_token(tiny_model, LoraSpec(r=0), TokenMix(labelled=1.0, mean_context=0.0))
-    assert labelled - 4 * weights == pytest.approx(head)
-
-
-def test_the_token_mix_counts_the_completion_as_labelled(tiny_model: Path) -> None:
-    """Counted against the chat template rendered as text and tokenized on its own."""
-    from datasets import Dataset
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
-    prompt = [{"role": "user", "content": "Which claim wins, the first or the second?"}]
-    completion = [{"role": "assistant", "content": '{"relation":"conflicting","winner":"second"}'}]
-    rows = Dataset.from_list([{"prompt": prompt, "completion": completion}])
-
-    def tokens(messages, **kwargs) -> int:
-        text = tokenizer.apply_chat_template(messages, tokenize=False, **kwargs)
-        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    whole, asked = tokens(prompt + completion), tokens(prompt, add_generation_prompt=True)
-    mix = token_mix(rows, tokenizer)
-    assert 0 < mix.labelled < 1
-    assert mix.labelled == pytest.approx((whole - asked) / whole)
-    assert mix.mean_context == pytest.approx((whole + 1) / 2)
 
 
 def packed_row(vocab: int, lengths: list[int]):
@@ -272,8 +233,8 @@ def test_a_packed_training_run_learns_the_same_with_either_attention(
 
 
 def test_lora_on_the_top_layers_leaves_the_layers_below_without_a_backward_pass(tiny_model: Path) -> None:
-    """peft's ``layers_to_transform``: adapters only where it says, no gradient reaches a hidden
-    state below the lowest adapted layer, and the FLOP count drops their input gradients."""
+    """peft's ``layers_to_transform``: adapters only where it says, and no gradient reaches a
+    hidden state below the lowest adapted layer."""
     import torch
     from peft import get_peft_model
     from transformers import AutoModelForCausalLM
@@ -290,11 +251,3 @@ def test_lora_on_the_top_layers_leaves_the_layers_below_without_a_backward_pass(
     hidden = peft_model(input_ids=ids, output_hidden_states=True).hidden_states
     # hidden_states[i] is the input of layer i: only the last layer's output carries a gradient
     assert [h.requires_grad for h in hidden] == [False] * layers + [True]
-
-    none = TokenMix(labelled=0.0, mean_context=0.0)
-    every = flops_per_token(tiny_model, LoraSpec(r=0), none)
-    assert flops_per_token(tiny_model, LoraSpec(r=0, layers_to_transform=list(range(layers))), none) == every
-    per_layer = every / (4 * layers)  # 2 forward + 2 input-gradient FLOPs per weight, per layer
-    assert flops_per_token(
-        tiny_model, LoraSpec(r=0, layers_to_transform=[layers - 1]), none
-    ) == pytest.approx((2 * layers + 2) * per_layer)

@@ -89,7 +89,10 @@ def hydra_entry(config: str) -> Callable[[Callable[[Any], None]], Callable[[], N
     Hydra prints a task's exception as a traceback; a missing extra is refused in one line first."""
     import hydra
 
+    from memops import schemas
     from memops.core.config import CONFIGS
+
+    schemas.register()
 
     def wrap(task: Callable[[Any], None]) -> Callable[[], None]:
         @functools.wraps(task)
@@ -127,10 +130,12 @@ def named_config(args: list[str]) -> tuple[str | None, list[str]]:
 def check_config(command: str, default: str, args: list[str]) -> None:
     """A Hydra command's config composed and type-checked before the command starts, so a
     misspelt key, a wrong type or a value its schema refuses ends it with one line."""
+    from memops import schemas
     from memops.core.config import ConfigError, validate
 
     if any(a.split("=")[0] in HYDRA_FLAGS for a in args):
         return
+    schemas.register()
     name, overrides = named_config(args)
     try:
         validate(name or default, overrides)

@@ -23,7 +23,7 @@ from memops.eval.config import LooConfig
 from memops.eval.dry_run import describe_loo, loo_plan
 from memops.eval.loo import evaluate
 from memops.eval.plan import AdapterMismatch
-from memops.eval.records import RecordsError
+from memops.eval.scored import RecordsError
 from memops.eval.tables import table
 from memops.operators.backends import BackendError
 from memops.train.recipe import TrainingFailed

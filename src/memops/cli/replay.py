@@ -14,7 +14,7 @@ from memops.cli import hydra_entry
 from memops.core.config import entry_config
 from memops.core.layout import adapters_path
 from memops.data.problems import DataError
-from memops.data.replay import load_trajectory
+from memops.data.trajectory import load_trajectory
 from memops.eval.config import ReplayConfig
 from memops.operators.backends import BackendError
 from memops.operators.backends.factory import open_backend

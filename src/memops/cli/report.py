@@ -15,8 +15,8 @@ from omegaconf import DictConfig
 from memops.cli import hydra_entry
 from memops.core.config import entry_config
 from memops.eval.config import ReportConfig
-from memops.eval.records import RecordsError
 from memops.eval.report import build_report, merge_folds
+from memops.eval.scored import RecordsError
 from memops.eval.tables import table
 
 CONFIG = "report"

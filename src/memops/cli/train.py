@@ -14,7 +14,7 @@ from memops.cli import hydra_entry
 from memops.core.config import DeviceError, entry_config
 from memops.core.locks import Busy
 from memops.data.problems import DataError
-from memops.train.config import TrainConfig  # importing it registers the schema with Hydra
+from memops.train.config import TrainConfig
 from memops.train.dry_run import describe, training_plan
 from memops.train.recipe import AdapterExists, DiskFull, train_adapter
 from memops.train.tracking import TrackerError

@@ -24,7 +24,7 @@ from memops.data.catalog import ReadFrom
 from memops.data.mine import Blobs, facts_at, files_at, parent_of
 from memops.data.mined_gold import same
 from memops.data.project_files import Files
-from memops.data.replay import Annotation, CommitRecord
+from memops.data.trajectory import Annotation, CommitRecord
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "linux": ("ubuntu", "linux"),

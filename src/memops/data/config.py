@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hydra.core.config_store import ConfigStore
-
 from memops.core.config import RunConfig, shared
 from memops.core.layout import TRAINING_FOLDS
 
@@ -73,6 +71,3 @@ class DataConfig(RunConfig):
 def data_config(run: RunConfig, **settings: Any) -> DataConfig:
     """The data build of a run (all folds, its sources, seed and model), ``settings`` on top."""
     return DataConfig(**shared(run, RunConfig), **settings)
-
-
-ConfigStore.instance().store(name="data_schema", node=DataConfig)

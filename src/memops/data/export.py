@@ -1,4 +1,4 @@
-"""Export commit metadata from any git checkout, in the schema ``data/replay.py`` reads.
+"""Export commit metadata from any git checkout, in the schema ``data/trajectory.py`` reads.
 
 Every git call is an argument list; commit names from files are checked by ``git rev-parse``
 and never reach a shell.
@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 from memops.data.problems import load_yaml
-from memops.data.replay import CommitRecord
+from memops.data.trajectory import CommitRecord
 
 BODY_LIMIT = 1500
 

@@ -43,7 +43,7 @@ from memops.data.mined_gold import (
     same,
 )
 from memops.data.project_files import Disputed, Files
-from memops.data.replay import (
+from memops.data.trajectory import (
     note_text,
 )
 from memops.operators.schemas import MAX_PAIRS

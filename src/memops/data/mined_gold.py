@@ -13,7 +13,7 @@ import yaml
 
 from memops.core.records import Catalog, CatalogEntry
 from memops.core.sessions import Episode, has_token
-from memops.data.replay import (
+from memops.data.trajectory import (
     CommitAnnotation,
     CommitRecord,
     Distractor,
@@ -151,7 +151,7 @@ def gold_replay(
     name: str, catalog: Catalog, records: list[CommitRecord], commits: list[dict], noise: list[dict]
 ) -> StateMemory:
     """The engine once the trajectory's gold claims are written, in the order and with the notes
-    ``data.replay`` gives them (``commit_session``): a session is dated when its commit landed,
+    ``data.trajectory`` gives them (``commit_session``): a session is dated when its commit landed,
     so a history whose commits landed out of order (a rebased branch fast-forwarded) is replayed
     in landing order, as the queries' answers must be."""
     sessions = [

@@ -24,8 +24,8 @@ from memops.data.build import build_folds, build_pool, card, card_markdown
 from memops.data.config import DataConfig
 from memops.data.problems import DataError, Problem
 from memops.data.publish import publish, recover
-from memops.data.replay import load_trajectories
 from memops.data.scenarios.generate import scenarios
+from memops.data.trajectory import load_trajectories
 from memops.memory.reader import answer
 
 

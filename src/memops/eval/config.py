@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from memops.core.config import RunConfig
@@ -222,9 +221,3 @@ class ParityConfig:
     first: str = MISSING
     """A LOO run's directory; ``second`` is another run over the same samples."""
     second: str = MISSING
-
-
-ConfigStore.instance().store(name="replay_schema", node=ReplayConfig)
-ConfigStore.instance().store(name="report_schema", node=ReportConfig)
-ConfigStore.instance().store(name="parity_schema", node=ParityConfig)
-ConfigStore.instance().store(name="loo_schema", node=LooConfig)

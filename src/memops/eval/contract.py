@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from memops.eval.harness import decision_records, variant_ops
 from memops.eval.metrics import bootstrap_ci
-from memops.eval.records import Record, Records, read_records
+from memops.eval.scored import Record, Records, read_records
 from memops.operators.contract import regions, suite
 from memops.operators.learned import LearnedOperators
 from memops.operators.registry import DECISIONS, OPERATORS

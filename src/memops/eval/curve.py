@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
 from memops.core.layout import DATASETS, dataset_dir
@@ -173,6 +172,3 @@ def plot(curve: list[dict], op: str, out: Path) -> None:
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
-
-
-ConfigStore.instance().store(name="curve_schema", node=CurveConfig)

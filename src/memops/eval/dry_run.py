@@ -15,7 +15,7 @@ from memops.core.layout import run_dir, test_file
 from memops.eval.config import LooConfig
 from memops.eval.harness import decision_variants, engine_variants, extract_variants
 from memops.eval.plan import steps
-from memops.eval.records import read_records
+from memops.eval.scored import read_records
 from memops.operators.learned import mode_adapter
 from memops.operators.registry import DECISIONS, EXTRACT
 from memops.train.config import train_config

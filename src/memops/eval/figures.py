@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from memops.eval.contract import answer_label
-from memops.eval.records import Record
+from memops.eval.scored import Record
 from memops.eval.summary import LEARNED
 from memops.operators.registry import DECISIONS
 

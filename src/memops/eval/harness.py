@@ -27,7 +27,7 @@ from tqdm import tqdm
 from memops.core.layout import test_file
 from memops.core.sessions import Episode
 from memops.eval.metrics import claim_f1, verbatim
-from memops.eval.records import Record, Records
+from memops.eval.scored import Record, Records
 from memops.memory.claims import norm
 from memops.memory.reader import answer
 from memops.operators.engine import ask_ahead, learned_writes, replay

@@ -23,14 +23,14 @@ from memops.core.locks import exclusive
 from memops.core.sessions import Episode
 from memops.data.manifest import fingerprint, write_manifest
 from memops.data.problems import DataError, Problem
-from memops.data.replay import load_trajectory
+from memops.data.trajectory import load_trajectory
 from memops.eval.calibration import calibrate, calibration_json
 from memops.eval.config import LooConfig
 from memops.eval.contract import CONTRACT_RECORDS, score_contract
 from memops.eval.harness import ask_replays, load_test, replay_fold, score_fold
 from memops.eval.plan import Plan, check_trained_as, steps
-from memops.eval.records import Records, RecordsError
 from memops.eval.report import build_report
+from memops.eval.scored import Records, RecordsError
 from memops.operators.adapters import collapse_warning
 from memops.operators.backends.factory import ServedBackend, check_given_server, check_unseen, open_backend
 from memops.operators.backends.hf import HFBackend

@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from memops.eval.records import read_records, record_key
+from memops.eval.scored import read_records, record_key
 
 
 def said(record: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 from memops.core.files import write_atomic
 from memops.eval.contract import CONTRACT_RECORDS, read_contract
 from memops.eval.figures import figures
-from memops.eval.records import Record, RecordsError, read_records, write_records
+from memops.eval.scored import Record, RecordsError, read_records, write_records
 from memops.eval.summary import summarize
 from memops.eval.tables import markdown
 

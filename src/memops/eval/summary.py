@@ -16,7 +16,7 @@ from memops.eval.metrics import (
     paired_bootstrap,
     value_match,
 )
-from memops.eval.records import Record
+from memops.eval.scored import Record
 from memops.operators.learned import EXTRACT_MODES, STAGED_MODES
 from memops.operators.registry import DECISIONS, OPS
 

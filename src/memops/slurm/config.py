@@ -10,8 +10,6 @@ import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from hydra.core.config_store import ConfigStore
-
 from memops.core.config import AUTO
 from memops.eval.config import LooConfig
 
@@ -102,6 +100,3 @@ class SubmitConfig(LooConfig):
             raise ValueError("adapters_fold: not on Slurm yet; run memops loo adapters_fold=...")
         for step in STEPS:
             getattr(self.resources, step).check(step)
-
-
-ConfigStore.instance().store(name="submit_schema", node=SubmitConfig)

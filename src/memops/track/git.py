@@ -21,7 +21,7 @@ from pathlib import Path
 from memops.data.catalog import ReadFrom
 from memops.data.export import ExportError, git
 from memops.data.mine import changed_summary
-from memops.data.replay import note_text
+from memops.data.trajectory import note_text
 
 LOG_TIMEOUT_S = 300
 """A whole branch's log in one call takes longer than one commit's."""

@@ -59,7 +59,7 @@ def open_memory(
     if endpoint is not None:
         yield remembering(engine, endpoint_operators(endpoint, models, extract), extract, catalog, held, load)
         return
-    import memops.eval.config  # noqa: F401  (registers the replay config's schema, whose model and backend groups this uses)
+    from memops import schemas
     from memops.core.config import compose_config
     from memops.operators.backends.factory import open_backend
     from memops.operators.learned import mode_adapter
@@ -67,6 +67,7 @@ def open_memory(
 
     if adapters is None:
         raise InputError(f"engine={engine} needs adapters=<the folder of a fold's adapters>")
+    schemas.register()  # the replay config's, whose model and backend groups this composes
     cfg = compose_config("replay", [f"model={model}", f"backend={backend}", *overrides])
     needs = list(dict.fromkeys([*DECISIONS, mode_adapter(extract)]))
     with open_backend(cfg.backend, cfg.model, adapters, [], Path(log), needs) as served:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any, ClassVar, get_type_hints
 
-from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from memops.core.config import AUTO, RunConfig, shared
@@ -199,9 +198,3 @@ def train_config(run: TrainingRun, fold: str, adapter: str, **settings: Any) -> 
     given = shared(run, TrainingRun)
     given["op"] = replace(given["op"], name=adapter)
     return TrainConfig(**given, fold=fold, resume=True, **settings)
-
-
-store = ConfigStore.instance()
-store.store(name="train_schema", node=TrainConfig)
-for _name in ADAPTERS:  # op=<name>: the registry holds each adapter's defaults
-    store.store(group="op", name=_name, node=OpConfig(name=_name))

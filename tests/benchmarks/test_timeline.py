@@ -6,7 +6,7 @@ from __future__ import annotations
 from itertools import pairwise
 from pathlib import Path
 
-from memops.eval.timeline import ALL_CORES, IDLE, PASS_STAGE, plot, spans
+from benchmarks.timeline import ALL_CORES, IDLE, PASS_STAGE, plot, spans
 
 BOTH, LOW, HIGH = [0, 1], [0], [1]
 

@@ -1,4 +1,5 @@
-"""Per-sample records: an append-only JSONL that a restarted run reads to skip finished work.
+"""Scored samples: an append-only JSONL of per-sample records that a restarted run reads to skip
+finished work.
 
 A record is written and flushed as soon as its sample is scored, so a killed run loses at
 most the batch in flight. A last line cut off mid-write is dropped on reopening; every other

@@ -14,7 +14,7 @@ import yaml
 from memops.core.sessions import Query
 from memops.core.sources import SHIPPED, Sources
 from memops.data.problems import DataError
-from memops.data.replay import load_trajectories, load_trajectory, read_export
+from memops.data.trajectory import load_trajectories, load_trajectory, read_export
 from tests.conftest import SHIPPED_ANNOTATIONS, shipped
 
 

@@ -1,4 +1,4 @@
-"""Replayed commit trajectories: a metadata export plus our annotations become an episode.
+"""A commit trajectory read: a metadata export plus our annotations become an episode.
 
 The export (``<name>.jsonl``) holds what git says about each commit; the annotation
 (``data/trajectories/<name>.yaml``) holds what we say: a summary in our own words, the gold
