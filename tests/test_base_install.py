@@ -141,7 +141,7 @@ def test_a_command_that_needs_an_extra_refuses_in_one_line(
 
 def test_a_postgresql_store_names_its_extra_on_the_base_install(base: Path) -> None:
     code = (
-        "from memops.track.store import Store, StoreError\n"
+        "from memops.track.database import StoreError\nfrom memops.track.store import Store\n"
         "try:\n    Store('postgresql://memops@127.0.0.1:1/db')\n"
         "except StoreError as exc:\n    print(exc)"
     )

@@ -25,9 +25,10 @@ from pathlib import Path
 from memops.operators.backends import BackendError
 from memops.operators.backends.endpoint import add_endpoint_arguments
 from memops.operators.learned import EXTRACT_MODES
+from memops.track.database import is_server, store_path
 from memops.track.memory import InputError
 from memops.track.opening import open_memory
-from memops.track.store import DEFAULT_NAMESPACE, is_server, store_path
+from memops.track.store import DEFAULT_NAMESPACE
 
 
 def api_key(key_file: Path) -> str:

@@ -29,7 +29,8 @@ from memops.memory.state import Decide, Judge
 from memops.operators.backends import BackendError
 from memops.operators.engine import MODES, LearnedDecide, LearnedJudge
 from memops.operators.learned import EXTRACT_MODES, ExtractMode, LearnedOperators
-from memops.track.store import Store, StoreError
+from memops.track.database import StoreError
+from memops.track.store import Store
 
 SAVED_VERSION = 1
 

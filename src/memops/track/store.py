@@ -16,34 +16,21 @@ model.
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from memops.core.records import Note
 from memops.memory.claims import DEFAULT_BRANCH, Claim, Key
 from memops.memory.state import Decision, Entry, StateMemory, Transition, entry_dict, entry_from_dict
-from memops.track.postgres import SCHEMES, shown
-from memops.track.tables import KEY_COLUMNS, POSTGRES, SCHEMA_VERSION, SQLITE, Dialect, words
+from memops.track.database import Connection, StoreError, connect, store_path
+from memops.track.tables import KEY_COLUMNS, SCHEMA_VERSION, words
 
 DEFAULT_NAMESPACE = "default"
-
-
-class StoreError(ValueError):
-    """A store that cannot be opened or a correction that cannot apply, said in one line."""
-
-
-class Connection(Protocol):
-    """What the store asks of a database connection (``Connection`` has it)."""
-
-    def execute(self, sql: str, args: Sequence[Any] = ..., /) -> Any: ...
-
-    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -55,57 +42,6 @@ class Correction:
     by: str | None
     reason: str
     at: datetime
-
-
-def is_server(url: str | Path) -> bool:
-    """Whether a store URL names a PostgreSQL server rather than an SQLite file."""
-    return str(url).startswith(SCHEMES)
-
-
-def store_path(url: str | Path) -> str:
-    """Where a store lives, as messages name it: the SQLite file (or ``:memory:``) of
-    ``sqlite:///relative.db``, ``sqlite:////absolute.db``, a plain path or ``:memory:``; a
-    PostgreSQL URL without its password."""
-    text = str(url)
-    if is_server(text):
-        return shown(text)
-    if text.startswith("sqlite://"):
-        text = text.removeprefix("sqlite://").removeprefix("/") or ":memory:"
-    elif "://" in text:
-        raise StoreError(
-            f"store={text!r}: a store is an SQLite file (sqlite:///path.db or a path) or a PostgreSQL"
-            " server (postgresql://user:password@host/database)"
-        )
-    return text
-
-
-def connect(url: str | Path) -> tuple[Dialect, Connection, tuple[type[Exception], ...]]:
-    """The database a store URL names, opened: its dialect, a connection, and the errors its
-    driver raises."""
-    text, path = str(url), store_path(url)
-    if is_server(text):
-        try:
-            from memops.track.postgres import Connection as PostgresConnection
-
-            db = PostgresConnection(text)
-        except ImportError:
-            raise StoreError(
-                f"store {path}: a PostgreSQL store needs psycopg: pip install 'memops[postgres]'"
-            ) from None
-        except Exception as exc:  # psycopg.OperationalError and kin: the server or its login
-            raise StoreError(f"store {path}: cannot connect ({str(exc).strip().splitlines()[0]})") from None
-        return POSTGRES, db, db.errors
-    if path != ":memory:":
-        if Path(path).is_dir():
-            raise StoreError(f"store {path}: a folder, not a database file")
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
-    if path != ":memory:":
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"store {path}: not a memops store ({exc})") from exc
-    return SQLITE, db, (sqlite3.DatabaseError,)
 
 
 class Store:
