@@ -71,5 +71,6 @@ def connect(url: str | Path) -> tuple[Dialect, Connection, tuple[type[Exception]
         try:
             db.execute("PRAGMA journal_mode=WAL")
         except sqlite3.DatabaseError as exc:
+            db.close()
             raise StoreError(f"store {path}: not a memops store ({exc})") from exc
     return SQLITE, db, (sqlite3.DatabaseError,)
