@@ -4,26 +4,32 @@
 from __future__ import annotations
 
 import importlib.util
+from types import ModuleType
+
+import pytest
 
 from tests.conftest import ROOT
 
 
-def bench():
+@pytest.fixture
+def bench(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """The script as a module, its helpers (timeline.py, throughput.py) found beside it as when it runs."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     spec = importlib.util.spec_from_file_location("bench_heldout", ROOT / "benchmarks" / "bench_heldout.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def test_the_span_of_jobs_in_lanes_runs_from_the_first_start_to_the_last_end() -> None:
+def test_the_span_of_jobs_in_lanes_runs_from_the_first_start_to_the_last_end(bench: ModuleType) -> None:
     ran = {"a": {"start": 10.0, "seconds": 5.0}, "b": {"start": 12.0, "seconds": 10.0}}
-    assert bench().span(ran) == 12.0
+    assert bench.span(ran) == 12.0
 
 
-def test_an_adapter_is_held_to_the_cores_its_manifest_records() -> None:
+def test_an_adapter_is_held_to_the_cores_its_manifest_records(bench: ModuleType) -> None:
     """A training on one core of two (in a lane, or linked from a run that had it in one) is
     measured against half the machine's peak, not all of it."""
-    b = bench()
+    b = bench
     manifest = {
         "tokens_seen": 2000,
         "wall_seconds": 10.0,
