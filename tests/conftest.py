@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,14 @@ from memops.core.sources import TRAJECTORIES, Sources
 from memops.operators.registry import adapters
 
 schemas.register()  # the tests compose configs as the memops command does
+
+
+def unavailable(reason: str, tests: str) -> None:
+    """A real service a fixture cannot start here: skip, except on CI, which must run ``tests``."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; CI must run the {tests} tests")
+    pytest.skip(reason)
+
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "memops"

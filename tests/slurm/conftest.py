@@ -10,22 +10,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import unavailable
 from tests.slurm.cluster import BINARIES, Cluster
-
-
-def unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason}; CI must run the Slurm tests")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
 def slurm() -> Iterator[Cluster]:
     if os.geteuid() != 0:
-        unavailable("the Slurm tests start munged, slurmctld and slurmd, which needs root")
+        unavailable("the Slurm tests start munged, slurmctld and slurmd, which needs root", "Slurm")
     installed = all(shutil.which(b) for b in BINARIES)
     if not installed and not shutil.which("apt-get"):
-        unavailable(f"Slurm is not installed ({', '.join(BINARIES)}) and there is no apt-get to install it")
+        unavailable(
+            f"Slurm is not installed ({', '.join(BINARIES)}) and there is no apt-get to install it", "Slurm"
+        )
     # Not under pytest's own tmp folders: munged wants every folder above its socket
     # world-executable, and those are 0700.
     lab = Path(tempfile.mkdtemp(prefix="memops-slurm-"))
@@ -33,7 +30,7 @@ def slurm() -> Iterator[Cluster]:
         cluster = Cluster.start(lab)
     except RuntimeError as exc:
         if not all(shutil.which(b) for b in BINARIES):
-            unavailable(f"the Slurm packages could not be installed: {str(exc)[-1500:]}")
+            unavailable(f"the Slurm packages could not be installed: {str(exc)[-1500:]}", "Slurm")
         raise
     yield cluster
     cluster.stop()

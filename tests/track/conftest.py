@@ -11,20 +11,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import unavailable
 from tests.track.postgres import Server, binaries
-
-
-def unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason}; CI must run the PostgreSQL tests")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Server]:
     pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
     if binaries() is None and (os.geteuid() != 0 or not shutil.which("apt-get")):
-        unavailable("no PostgreSQL server is installed, and only root with apt-get installs one")
+        unavailable(
+            "no PostgreSQL server is installed, and only root with apt-get installs one", "PostgreSQL"
+        )
     # Not under pytest's own tmp folders (0700): the server runs as postgres when root.
     lab = Path(tempfile.mkdtemp(prefix="memops-postgres-"))
     try:
@@ -32,7 +29,7 @@ def postgres() -> Iterator[Server]:
     except RuntimeError as exc:
         shutil.rmtree(lab, ignore_errors=True)
         if binaries() is None:
-            unavailable(f"the PostgreSQL server could not be installed: {str(exc)[-1500:]}")
+            unavailable(f"the PostgreSQL server could not be installed: {str(exc)[-1500:]}", "PostgreSQL")
         raise
     yield server
     server.stop()

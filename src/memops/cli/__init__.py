@@ -130,12 +130,10 @@ def named_config(args: list[str]) -> tuple[str | None, list[str]]:
 def check_config(command: str, default: str, args: list[str]) -> None:
     """A Hydra command's config composed and type-checked before the command starts, so a
     misspelt key, a wrong type or a value its schema refuses ends it with one line."""
-    from memops import schemas
     from memops.core.config import ConfigError, validate
 
     if any(a.split("=")[0] in HYDRA_FLAGS for a in args):
         return
-    schemas.register()
     name, overrides = named_config(args)
     try:
         validate(name or default, overrides)

@@ -17,7 +17,7 @@ class StoreError(ValueError):
 
 
 class Connection(Protocol):
-    """What the store asks of a database connection (``Connection`` has it)."""
+    """What the store asks of a database connection (``sqlite3.Connection`` has it)."""
 
     def execute(self, sql: str, args: Sequence[Any] = ..., /) -> Any: ...
 
