@@ -12,8 +12,9 @@ records are kept).
 
 Prints per seed and as mean ± standard deviation over seeds: compare and update exact match on
 the held-out trajectories, the engine's final-state keys with gold extraction and the learned
-decisions, the contract suite overall and its weakest region, and what the collapse guard
-flagged (an adapter collapsed onto one label, labels an adapter dropped). Writes
+decisions, the contract suite overall and its weakest region, each adapter's validation answers
+read as they are and under offsets fitted on the other half of the rows (``calibrated``), and
+what the collapse guard flagged (an adapter collapsed onto one label, labels an adapter dropped). Writes
 ``<root>/<config>/seeds.json`` and ``seeds.png`` (``seeds-<tag>.*`` with ``--tag``).
 """
 
@@ -34,6 +35,8 @@ from memops.operators.registry import DECISIONS
 from memops.train.validation import dropped
 
 COLUMNS = ("compare", "update", "engine keys", "contract compare", "contract update")
+VALIDATION = tuple(f"{kind} {op}" for op in DECISIONS for kind in ("validation", "calibrated"))
+"""The adapters' validation answers, as read and under cross-fitted offsets (train/validation.py)."""
 
 
 def run_seed(config: str, seed: int, root: Path, overrides: list[str], tag: str = "") -> tuple[Path, float]:
@@ -82,6 +85,11 @@ def figures(run: Path, adapters: Path) -> dict[str, Any]:
         check = json.loads(manifest.read_text()).get("validation_decisions")
         if check and manifest.parent.name in DECISIONS:
             flags[manifest.parent.name] = check["collapsed"]
+            for key, column in (("accuracy", "validation"), ("calibrated_accuracy", "calibrated")):
+                if key in check["contract"]:  # pooled over the split and the suite's validation part
+                    parts = [check[part] for part in ("split", "contract")]
+                    hits = sum(p[key] * p["n"] for p in parts)
+                    row[f"{column} {manifest.parent.name}"] = hits / sum(p["n"] for p in parts)
             if "dropped" in check:
                 lost[manifest.parent.name] = check["dropped"]
             else:  # a manifest from before the guard listed them: read from its label mixes
@@ -150,8 +158,8 @@ def main() -> None:
         cells = "".join(f"{row[c]:>20.2f}" if row.get(c) is not None else f"{'n/a':>20}" for c in COLUMNS)
         print(f"{seed:<6}{cells}   {row['collapsed']}; {row['dropped']}")
     print("mean ± sd:")
-    for column in COLUMNS:
-        print(f"  {column:<18} {spread([row.get(column) for row in rows.values()])}")
+    for column in (*COLUMNS, *VALIDATION):
+        print(f"  {column:<22} {spread([row.get(column) for row in rows.values()])}")
     stem = f"seeds-{args.tag}" if args.tag else "seeds"
     result = {"config": args.config_name, "overrides": overrides, "rows": rows}
     (root / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")

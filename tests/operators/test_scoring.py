@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -282,3 +283,27 @@ def test_a_decision_read_on_a_real_model_is_its_most_likely_allowed_answer(bare:
     for outcome, o in zip(outcomes, odds, strict=True):
         assert outcome.raw == options[max(range(len(options)), key=o.probs.__getitem__)]
     assert ops.unanswered(UPDATE, arguments) == 0
+
+
+def test_calibrated_decisions_apply_the_adapters_offsets_and_the_bare_base_reads_without(episode) -> None:
+    """``decisions=calibrated``: the argmax of ``scale * log p + offset``; a scale of 0 leaves the
+    offsets alone to decide, so every update becomes the label they favour; the prompted base
+    (no adapters) has no offsets and reads as ``decisions=read`` does."""
+    from memops.operators.offsets import Offsets
+    from memops.operators.registry import UPDATE
+
+    oracle = SymbolicBackend()
+    examples = UPDATE.examples(episode, random.Random(0), 2)[:12]
+    for ex in examples:
+        oracle.remember(ex["prompt"], ex["completion"][0]["content"])
+    arguments = [UPDATE.arguments(json.loads(ex["inputs"])) for ex in examples]
+    gold = [json.loads(ex["completion"][0]["content"])["action"] for ex in examples]
+    assert len(set(gold)) > 1
+    favour = Offsets(0.0, {"add": 0.0, "merge": 0.0, "supersede": 1.0, "contested": 0.0})
+    ops = LearnedOperators(oracle, decisions="calibrated", calibrations={"update": favour})
+    assert [o.output.action for o in ops.decide(UPDATE, arguments)] == ["supersede"] * len(gold)
+    scaled = {"update": Offsets(1.0, favour.offsets)}
+    kept = LearnedOperators(oracle, decisions="calibrated", calibrations=scaled)
+    assert [o.output.action for o in kept.decide(UPDATE, arguments)] == gold  # certainty outweighs 1 nat
+    bare = replace(ops, adapters=False, calls=Counter())
+    assert [o.output.action for o in bare.decide(UPDATE, arguments)] == gold

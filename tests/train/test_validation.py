@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from memops.operators.adapters import check_adapter, collapse_warning
+from memops.operators.adapters import calibration, check_adapter, collapse_warning
+from memops.operators.backends import BackendError
+from memops.operators.registry import COMPARE
 from memops.train.validation import collapsed, dropped
 
 
@@ -75,8 +77,19 @@ def test_an_adapter_trained_to_collapse_is_flagged_in_its_manifest_card_and_on_l
     top, count = next(iter(check["contract"]["answers"].items()))
     assert top == check["collapsed"] and count >= check["contract"]["n"] / 2
     assert "**Collapsed**" in (adapter / "README.md").read_text()
+    # The same reads fitted the offsets decisions=calibrated applies, one per allowed answer,
+    # and scored them on the half of the rows each fit did not see.
+    offsets = calibration("compare", adapter)
+    assert sorted(offsets.offsets) == sorted(a.label for a in COMPARE.answers) and offsets.scale >= 0
+    for name in ("split", "contract"):
+        assert 0 <= check[name]["calibrated_accuracy"] <= 1
+        assert sum(check[name]["calibrated_answers"].values()) == check[name]["n"]
     warning = collapse_warning("compare", manifest)
     assert warning is not None and check["collapsed"] in warning and "\n" not in warning
     assert warning in capsys.readouterr().err  # the training said it as it finished
     check_adapter("compare", adapter)  # what a LOO run's backend and open_memory load through
     assert warning in capsys.readouterr().err
+    del manifest["validation_decisions"]["offsets"]  # an adapter trained before offsets were fitted
+    (adapter / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(BackendError, match=r"no fitted offsets.*decisions=read"):
+        calibration("compare", adapter)

@@ -97,7 +97,8 @@ class LooConfig(TrainingRun):
     first set of adapters the run loads; [] scores none."""
     decisions: str = "decode"
     """How the learned compare and update answer: ``decode`` (greedy under the schema's grammar)
-    or ``read`` (the allowed answer the adapter finds most likely; ``LearnedOperators.decisions``)."""
+    , ``read`` (the allowed answer the adapter finds most likely) or ``calibrated`` (read, after
+    the per-answer offsets the adapter's validation answers fitted; ``LearnedOperators.decisions``)."""
     replay: bool = True
     """Replay every held-out trajectory through the engine after scoring (the report's engine
     rows); a parity pass compares operator outputs and can leave it out."""

@@ -31,7 +31,7 @@ from memops.eval.harness import ask_replays, load_test, replay_fold, score_fold
 from memops.eval.plan import Plan, check_trained_as, steps
 from memops.eval.report import build_report
 from memops.eval.scored import Records, RecordsError
-from memops.operators.adapters import collapse_warning
+from memops.operators.adapters import calibration, collapse_warning
 from memops.operators.backends.factory import ServedBackend, check_given_server, check_unseen, open_backend
 from memops.operators.backends.hf import HFBackend
 from memops.operators.backends.symbolic import SymbolicBackend
@@ -356,6 +356,7 @@ def score_set(
         if isinstance(backend, ServedBackend):
             serving[name] = backend.describe()
         ops = LearnedOperators(backend, favour_note=cfg.favour_note, decisions=cfg.decisions)
+        load_offsets(cfg, ops, dirs, needs)
         data, modes = Path(cfg.datasets_dir), cfg.learned_modes()
         uncalibrated = "two-stage-scored" in modes and not isinstance(backend, SymbolicBackend)
         # Every fold's operator scores first, then the engine replays (the slow part), so a
@@ -388,6 +389,7 @@ def score_set(
             with timed(phases, "adapter wait"):
                 wait_for_adapters(cfg, [(owner[a], a) for a in missing])
                 backend.add_adapters({a: dirs[a] for a in missing})
+                load_offsets(cfg, ops, dirs, missing)
             missing = []
         if cfg.contract and suite:
             if isinstance(backend, SymbolicBackend):
@@ -399,6 +401,14 @@ def score_set(
             print("contract suite: scored", flush=True)
         if cfg.replay:
             replay_set(cfg, episodes, ops, records, phases)
+
+
+def load_offsets(
+    cfg: LooConfig, ops: LearnedOperators, dirs: dict[str, Path] | None, adapters: list[str]
+) -> None:
+    """``decisions=calibrated``: the decision adapters' fitted offsets, from their manifests."""
+    if cfg.decisions == "calibrated" and dirs is not None:
+        ops.calibrations.update({a: calibration(a, dirs[a]) for a in adapters if a in DECISIONS})
 
 
 def remember_gold(backend: SymbolicBackend, data: Path, folds: list[str]) -> None:

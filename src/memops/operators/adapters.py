@@ -13,6 +13,7 @@ from typing import Any
 
 from memops.core.layout import ADAPTER_MANIFEST, adapter_finished, checkpoint_complete
 from memops.operators.backends import BackendError
+from memops.operators.offsets import Offsets
 
 WEIGHTS = "adapter_model.safetensors"
 CONFIG = "adapter_config.json"
@@ -94,6 +95,17 @@ def warn_if_collapsed(name: str, folder: Path) -> None:
     if warning := collapse_warning(name, read_manifest(folder)):
         WARNED.add(seen)
         print(warning, file=sys.stderr, flush=True)
+
+
+def calibration(name: str, folder: Path) -> Offsets:
+    """The offsets a finished decision adapter's validation answers fitted (``decisions=calibrated``)."""
+    fitted = (read_manifest(folder).get("validation_decisions") or {}).get("offsets")
+    if fitted is None:
+        raise BackendError(
+            f"adapter {name!r} ({folder}): its manifest holds no fitted offsets (trained before "
+            "they were fitted, or not a decision adapter); use decisions=read, or train it again"
+        )
+    return Offsets.from_json(fitted)
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:

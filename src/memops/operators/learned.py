@@ -22,6 +22,7 @@ from memops.core.values import MAX_VALUE_CHARS, candidates
 from memops.memory.claims import Claim
 from memops.memory.state import Entry
 from memops.operators.backends import BASE, Backend, Completion, Messages, Odds, Probe, Request
+from memops.operators.offsets import Offsets
 from memops.operators.prompts import fill_messages, note_block, select_messages, selection_answers
 from memops.operators.registry import COMPARE, EXTRACT, STAGES_ADAPTER, UPDATE, Operator
 from memops.operators.schemas import (
@@ -33,8 +34,8 @@ from memops.operators.schemas import (
     select_model,
 )
 
-Decoding = Literal["decode", "read"]
-DECODINGS: tuple[Decoding, ...] = ("decode", "read")
+Decoding = Literal["decode", "read", "calibrated"]
+DECODINGS: tuple[Decoding, ...] = get_args(Decoding)
 ExtractMode = Literal[
     "direct",
     "two-stage",
@@ -234,7 +235,12 @@ class LearnedOperators:
     decisions: Decoding = "decode"
     """How a decision is answered: ``decode``, greedy under its schema's grammar; ``read``, the
     allowed answer (``Operator.answers``) the model finds most likely, read teacher-forced in one
-    pass (a probe): the answer cannot be one the rules never give, and no answer is cut short."""
+    pass (a probe): the answer cannot be one the rules never give, and no answer is cut short;
+    ``calibrated``, read, each answer's log-probability mapped by the offsets its adapter's
+    validation answers fitted (``calibrations``; ``operators.offsets``) before the argmax."""
+    calibrations: dict[str, Offsets] = field(default_factory=dict)
+    """Per decision operator, the offsets ``decisions=calibrated`` applies to its adapter's
+    reads; the bare base (``adapters=False``) reads without any."""
     threshold: float = 0.5
     """A scoring selection keeps a pair at least this likely: chosen on validation data
     (``eval.calibration``), never on the held-out fold."""
@@ -278,7 +284,7 @@ class LearnedOperators:
     def unanswered(self, op: Operator, arguments: Sequence[tuple[Any, ...]]) -> int:
         """How many of these calls of a decision operator ``answers`` (``readings``) does not
         hold yet."""
-        if self.decisions == "read":
+        if self.decisions != "decode":
             asks = self._reading_asks(op, arguments)
             return sum(self._probe_key(self._probe(*ask)) not in self.readings for ask in asks)
         requests = self._requests(op.name, self._decision_asks(op, arguments))
@@ -304,20 +310,26 @@ class LearnedOperators:
         return out
 
     def decide(self, op: Operator, arguments: Sequence[tuple[Any, ...]]) -> list[Outcome]:
-        if self.decisions == "read":
+        if self.decisions != "decode":
             return self._read(op, arguments)
         return self._ask(op.name, self._decision_asks(op, arguments))
 
     def _read(self, op: Operator, arguments: Sequence[tuple[Any, ...]]) -> list[Outcome]:
-        """Each decision as the allowed answer its probe weighs most (``decisions="read"``)."""
+        """Each decision as the allowed answer its probe weighs most (``decisions="read"``),
+        after its adapter's offsets (``"calibrated"``)."""
         asks = self._reading_asks(op, arguments)
+        offsets = self.calibrations.get(op.name) if self.decisions == "calibrated" and self.adapters else None
+        labels = [a.label for a in op.answers]
         out = []
         for (_, messages, options), odds in zip(asks, self.probe(op.name, asks), strict=True):
             if odds.refused:
                 error = f"refused by the backend: {odds.refused}"
                 out.append(Outcome(op.name, messages, "", None, error, odds.latency_s, 0))
                 continue
-            best = max(range(len(options)), key=odds.probs.__getitem__)
+            if offsets is None:
+                best = max(range(len(options)), key=odds.probs.__getitem__)
+            else:
+                best = offsets.choose(labels, odds.probs)
             out.append(Outcome(op.name, messages, options[best], op.answers[best], None, odds.latency_s, 0))
         return out
 

@@ -61,15 +61,22 @@ def validation_lines(check: dict[str, Any] | None) -> list[str]:
         "",
         "## Validation answers",
         "",
-        "| set | n | exact match | answers | gold |",
-        "| --- | ---: | ---: | --- | --- |",
+        "| set | n | exact match | calibrated | answers | gold |",
+        "| --- | ---: | ---: | ---: | --- | --- |",
     ]
     for key, name in names.items():
         c = check[key]
         mix = ", ".join(f"{k} {v}" for k, v in c["answers"].items())
         gold = ", ".join(f"{k} {v}" for k, v in c["gold"].items())
-        lines.append(f"| {name} | {c['n']} | {c['accuracy']:.2f} | {mix} | {gold} |")
+        shifted = f"{c['calibrated_accuracy']:.2f}" if "calibrated_accuracy" in c else "-"
+        lines.append(f"| {name} | {c['n']} | {c['accuracy']:.2f} | {shifted} | {mix} | {gold} |")
     lines.append("")
+    if "offsets" in check:
+        lines.append(
+            "Calibrated: read with the per-answer offsets fitted on the other half of these rows "
+            "(`decisions=calibrated` applies those fitted on all of them)."
+        )
+        lines.append("")
     if check["collapsed"]:
         lines.append(
             f"**Collapsed**: it answers `{check['collapsed']}` far more often than the gold holds it; "

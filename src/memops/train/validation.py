@@ -7,6 +7,7 @@ answers do. Each validation prompt's allowed answers (``Operator.answers``) are 
 adapter's likelihood, teacher-forced (``backends.prefixes.read_continuations``), on the model in
 memory: no decoding, no second load. The rows are the validation split the trainer evaluated
 and the contract suite's validation part, whose names and values no training source uses.
+The same reads fit the offsets that ``decisions=calibrated`` applies (``operators.offsets``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from memops.operators.offsets import cross_fitted, fit
 from memops.operators.registry import OPERATORS
 
 COLLAPSE_SHARE = 0.5
@@ -47,14 +49,15 @@ def dropped(answers: Counter[str], gold: Counter[str]) -> list[str]:
     return sorted(k for k, c in gold.items() if c >= DROP_SHARE * n and answers[k] < DROP_RATIO * c)
 
 
-def read_answers(model: Any, tokenizer: Any, op: str, prompts: Sequence[list[dict[str, str]]]) -> list[str]:
-    """The most likely allowed answer to each prompt, as its label."""
+def read_logprobs(
+    model: Any, tokenizer: Any, op: str, prompts: Sequence[list[dict[str, str]]]
+) -> list[list[float]]:
+    """Each prompt's allowed answers (``Operator.answers``), their log-likelihoods in order."""
     from memops.operators.backends import parting
     from memops.operators.backends.hf import prompt_text
     from memops.operators.backends.prefixes import read_continuations
 
-    spec = OPERATORS[op]
-    options = [a.model_dump_json() for a in spec.answers]
+    options = [a.model_dump_json() for a in OPERATORS[op].answers]
     rows, starts = [], []
     for messages in prompts:
         text = prompt_text(tokenizer, messages)
@@ -63,11 +66,11 @@ def read_answers(model: Any, tokenizer: Any, op: str, prompts: Sequence[list[dic
         rows += begun
         starts += [part] * len(begun)
     logprobs = read_continuations(model, rows, starts)
-    out = []
-    for k in range(len(prompts)):
-        mine = logprobs[k * len(options) : (k + 1) * len(options)]
-        out.append(spec.answers[max(range(len(options)), key=mine.__getitem__)].label)
-    return out
+    return [list(logprobs[k * len(options) : (k + 1) * len(options)]) for k in range(len(prompts))]
+
+
+def labels(op: str) -> list[str]:
+    return [a.label for a in OPERATORS[op].answers]
 
 
 PER_REGION = 6
@@ -98,25 +101,44 @@ def check_decisions(
     }
     was_training = model.training
     model.eval()
+    read = {name: read_logprobs(model, tokenizer, op, [p for p, _ in rows]) for name, rows in sets.items()}
+    if was_training:
+        model.train()
+    return summarize(op, read, {name: [g for _, g in rows] for name, rows in sets.items()})
+
+
+def summarize(op: str, read: dict[str, list[list[float]]], gold: dict[str, list[str]]) -> dict[str, Any]:
+    """Per set, the exact match and label mix of the adapter's own answers and of its answers
+    under offsets fitted on the other half of the rows (``offsets.cross_fitted``); over both
+    sets, the collapse flag, the labels dropped, and the offsets fitted on every row, which
+    ``decisions=calibrated`` applies."""
+    names = labels(op)
     out: dict[str, Any] = {}
     answers_all: Counter[str] = Counter()
     gold_all: Counter[str] = Counter()
-    for name, rows in sets.items():
-        answers = read_answers(model, tokenizer, op, [p for p, _ in rows])
-        gold = [g for _, g in rows]
+    every = [(lp, g) for name in read for lp, g in zip(read[name], gold[name], strict=True)]
+    calibrated = iter(cross_fitted(names, [lp for lp, _ in every], [g for _, g in every]))
+    for name, rows in read.items():
+        answers = [names[max(range(len(names)), key=lp.__getitem__)] for lp in rows]
+        shifted = [next(calibrated) for _ in rows]
         out[name] = {
             "n": len(rows),
-            "accuracy": sum(a == g for a, g in zip(answers, gold, strict=True)) / max(1, len(rows)),
+            "accuracy": exact(answers, gold[name]),
             "answers": dict(Counter(answers).most_common()),
-            "gold": dict(Counter(gold).most_common()),
+            "gold": dict(Counter(gold[name]).most_common()),
+            "calibrated_accuracy": exact(shifted, gold[name]),
+            "calibrated_answers": dict(Counter(shifted).most_common()),
         }
         answers_all.update(answers)
-        gold_all.update(gold)
-    if was_training:
-        model.train()
+        gold_all.update(gold[name])
     out["collapsed"] = collapsed(answers_all, gold_all)
     out["dropped"] = dropped(answers_all, gold_all)
+    out["offsets"] = fit(names, [lp for lp, _ in every], [g for _, g in every]).to_json()
     return out
+
+
+def exact(answers: Sequence[str], gold: Sequence[str]) -> float:
+    return sum(a == g for a, g in zip(answers, gold, strict=True)) / max(1, len(gold))
 
 
 def label_of(op: str, completion: str) -> str:
