@@ -18,7 +18,7 @@ from xgrammar.testing import _is_grammar_accept_string
 from memops.core.models import model_config
 from memops.core.records import Catalog, CatalogEntry, ExtractedClaim, Note
 from memops.core.sources import Sources
-from memops.core.values import TEXT, ValueType, candidates
+from memops.core.values import TEXT, ValueType, candidates, states
 from memops.data.catalog import load_catalog
 from memops.data.trajectory import load_trajectories
 from memops.operators.backends.hf import HFBackend
@@ -179,3 +179,27 @@ def test_reading_the_values_again_picks_the_one_the_oracle_knows(tiny_model: Pat
     ops = LearnedOperators(tiny, adapters=False)
     [read] = ops.read_values([(NOTE, CATALOG)], [Extraction([wrong], [])], "x")
     assert read.claims[0].value in (">=3.8", ">=3.9") and ops.calls["read"] == 1
+
+
+def test_a_note_states_a_worded_slot_only_with_a_value_of_its_type() -> None:
+    said = f"{NOTE.title}\n{NOTE.text}"
+    assert states(CATALOG.value_type("python.supported_versions"), said)
+    assert not states(CATALOG.value_type("project.license"), said)  # no licence id in the note
+    assert not states(CATALOG.value_type("typing.checker"), said)
+    assert states(CATALOG.value_type("ci.platforms"), said)  # a pattern: a summary, not a span
+    assert states(TEXT, "")
+
+
+def test_stage_one_keeps_no_pair_whose_type_the_note_holds_no_value_of() -> None:
+    """``typed_selection``: a selection naming the Python versions and the licence is filled for
+    the versions only, since the note names no licence; the oracle fills what is left."""
+    gold = ExtractedClaim(
+        entity="python", slot="supported_versions", value=">=3.9", evidence_type="code-change"
+    )
+    oracle = SymbolicBackend()
+    oracle.remember_extraction(NOTE, CATALOG, ExtractOutput(claims=[gold]))
+    ops = LearnedOperators(oracle)
+    chosen = Extraction([], [], ["python.supported_versions", "project.license"])
+    [filled] = ops._fill_selected([(NOTE, CATALOG)], [chosen], "x")
+    assert filled.selected == ["python.supported_versions"] and ops.calls["fill"] == 1
+    assert [c.value for c in filled.claims] == [">=3.9"]

@@ -186,6 +186,7 @@ def run_settings(cfg: LooConfig) -> dict[str, Any]:
         "seed": cfg.seed,
         **({"favour_note": cfg.favour_note} if cfg.favour_note else {}),  # absent when off
         **({"decisions": cfg.decisions} if cfg.decisions != "decode" else {}),  # absent by default
+        **({} if cfg.typed_selection else {"typed_selection": False}),  # absent by default
         "test_examples": fingerprint(test_file(cfg.datasets_dir, f, op) for f in cfg.folds for op in OPS),
     }
 
@@ -355,7 +356,9 @@ def score_set(
             remember_gold(backend, Path(cfg.datasets_dir), folds)
         if isinstance(backend, ServedBackend):
             serving[name] = backend.describe()
-        ops = LearnedOperators(backend, favour_note=cfg.favour_note, decisions=cfg.decisions)
+        ops = LearnedOperators(
+            backend, favour_note=cfg.favour_note, decisions=cfg.decisions, typed_selection=cfg.typed_selection
+        )
         load_offsets(cfg, ops, dirs, needs)
         data, modes = Path(cfg.datasets_dir), cfg.learned_modes()
         uncalibrated = "two-stage-scored" in modes and not isinstance(backend, SymbolicBackend)

@@ -18,7 +18,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ValidationError
 
 from memops.core.records import Catalog, ExtractedClaim, Note
-from memops.core.values import MAX_VALUE_CHARS, candidates
+from memops.core.values import MAX_VALUE_CHARS, candidates, states
 from memops.memory.claims import Claim
 from memops.memory.state import Entry
 from memops.operators.backends import BASE, Backend, Completion, Messages, Odds, Probe, Request
@@ -241,6 +241,9 @@ class LearnedOperators:
     calibrations: dict[str, Offsets] = field(default_factory=dict)
     """Per decision operator, the offsets ``decisions=calibrated`` applies to its adapter's
     reads; the bare base (``adapters=False``) reads without any."""
+    typed_selection: bool = True
+    """Stage 1 keeps no pair whose slot's type the note holds no value of (``core.values.states``):
+    a note that names no licence does not state ``project.license``, whatever the selection said."""
     threshold: float = 0.5
     """A scoring selection keeps a pair at least this likely: chosen on validation data
     (``eval.calibration``), never on the held-out fold."""
@@ -467,9 +470,14 @@ class LearnedOperators:
     def _fill_selected(
         self, notes: Sequence[Sourced], selections: list[Extraction], adapter: str
     ) -> list[Extraction]:
-        """Stage 2 on each note's ``selected`` pairs; the fills join the selection's calls."""
+        """Stage 2 on each note's ``selected`` pairs (those its note can state, with
+        ``typed_selection``); the fills join the selection's calls."""
         items, owners = [], []
         for i, ((note, catalog), sel) in enumerate(zip(notes, selections, strict=True)):
+            if self.typed_selection:
+                said = f"{note.title}\n{note.text}"
+                stated = [p for p in sel.selected if states(catalog.value_type(p), said)]
+                selections[i] = sel = replace(sel, selected=stated)
             for pair in sel.selected:
                 items.append((note, catalog, pair))
                 owners.append(i)
