@@ -316,6 +316,9 @@ def test_a_parity_pass_scores_only_what_it_names(
     assert fold["two-stage"]["extract"]["n"] == fold["direct"]["engine_state"]["n"] == 0
     assert (tmp_path / "oracle" / "report.md").exists()
     assert table(summary).split()[1:3] == ["Overall", "direct"]  # its direct extraction is shown
+    cfg.prompted, cfg.run = False, "unprompted"  # the base left out: its rows are too
+    shown = table(evaluate(cfg))
+    assert "prompted" not in shown and "symbolic (ref.)" in shown
 
 
 def test_a_decisions_only_run_sets_the_prompted_base_against_the_same_examples(
@@ -345,6 +348,10 @@ def test_a_decisions_only_run_sets_the_prompted_base_against_the_same_examples(
     cfg.replay, cfg.run = False, "unreplayed"  # benchmarks/mined_scaling.py: no engine row at all
     _, *rows = table(evaluate(cfg)).splitlines()
     assert rows[-3].split()[1:] == ["folds", "1.00", "[1.00,", "1.00]", "1.00", "[1.00,", "1.00]", "–"]
+
+    cfg.prompted, cfg.run = False, "unprompted"  # benchmarks/seed_sweep.py prompted=false: no base row
+    _, *rows = table(evaluate(cfg)).splitlines()
+    assert rows[-2].startswith("all folds") and rows[-1].startswith("symbolic (ref.)")
 
 
 def test_extract_modes_are_checked_against_the_adapters(export_dir: Path) -> None:

@@ -302,8 +302,9 @@ def table(summary: dict[str, Any]) -> str:
     for fold, s in rows:
         cells = [cell(s[v][m]) for m in ("overall", "extract") for v in ("direct", "two-stage")]
         lines.append(f"{fold:<18}" + "".join(f"{c:>22}" for c in cells))
-    s = summary["mean"]["prompted"]  # two-stage extraction, like the learned row it is paired with
-    lines.append(f"{'prompted (base)':<18}{'':>22}{cell(s['overall']):>22}{'':>22}{cell(s['extract']):>22}")
+    if s := summary["mean"].get("prompted"):  # two-stage extraction, like the learned row it pairs with
+        base = f"{'':>22}{cell(s['overall']):>22}{'':>22}{cell(s['extract']):>22}"
+        lines.append(f"{'prompted (base)':<18}{base}")
     s = summary["mean"]["symbolic"]
     lines.append(f"{'symbolic (ref.)':<18}{cell(s['overall']):>22}{'':>22}{cell(s['extract']):>22}")
     for mode in (m for m in STAGED_MODES if m in summary["mean"]):
@@ -316,6 +317,8 @@ def table(summary: dict[str, Any]) -> str:
         ("prompted", "prompted (base)"),
         ("symbolic", "symbolic"),
     ):
+        if variant not in summary["mean"]:  # the prompted base, in a run that left it out
+            continue
         s = summary["mean"][variant]
         lines.append(f"{label:<18}" + "".join(f"{cell(s[op]):>22}" for op in DECISIONS))
     return "\n".join(lines)
@@ -324,7 +327,8 @@ def table(summary: dict[str, Any]) -> str:
 def decisions_table(summary: dict[str, Any]) -> str:
     """The console table of a decisions-only run: per fold, each decision operator learned and the
     engine's final-state keys with gold extraction and the learned decisions; then the prompted
-    base and the rules over all folds. A run without replays (``replay=false``) has no engine row."""
+    base (unless the run left it out: ``prompted=false``) and the rules over all folds. A run
+    without replays (``replay=false``) has no engine row."""
     names = (*(f"{op.capitalize()} learned" for op in DECISIONS), "Engine keys")
     lines = [f"{'Fold':<18}" + "".join(f"{n:>22}" for n in names)]
     unreplayed = {"mean": None}
@@ -333,6 +337,8 @@ def decisions_table(summary: dict[str, Any]) -> str:
         cells = [*(cell(s["two-stage"][op]) for op in DECISIONS), cell(engine)]
         lines.append(f"{fold:<18}" + "".join(f"{c:>22}" for c in cells))
     for variant, label in (("prompted", "prompted (base)"), ("symbolic", "symbolic (ref.)")):
+        if variant not in summary["mean"]:
+            continue
         s = summary["mean"][variant]
         cells = [cell(s[op]) for op in (*DECISIONS, "engine_state")]
         lines.append(f"{label:<18}" + "".join(f"{c:>22}" for c in cells))
