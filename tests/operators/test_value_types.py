@@ -196,10 +196,14 @@ def test_stage_one_keeps_no_pair_whose_type_the_note_holds_no_value_of() -> None
     gold = ExtractedClaim(
         entity="python", slot="supported_versions", value=">=3.9", evidence_type="code-change"
     )
-    oracle = SymbolicBackend()
-    oracle.remember_extraction(NOTE, CATALOG, ExtractOutput(claims=[gold]))
-    ops = LearnedOperators(oracle)
+    licence = ExtractedClaim(entity="project", slot="license", value="MIT", evidence_type="code-change")
+    oracle = SymbolicBackend()  # told a licence too, which the note does not name
+    oracle.remember_extraction(NOTE, CATALOG, ExtractOutput(claims=[gold, licence]))
+    ops = LearnedOperators(oracle, typed_selection=True)
     chosen = Extraction([], [], ["python.supported_versions", "project.license"])
     [filled] = ops._fill_selected([(NOTE, CATALOG)], [chosen], "x")
     assert filled.selected == ["python.supported_versions"] and ops.calls["fill"] == 1
     assert [c.value for c in filled.claims] == [">=3.9"]
+    ops = LearnedOperators(oracle)  # off by default: both pairs are filled
+    [filled] = ops._fill_selected([(NOTE, CATALOG)], [Extraction([], [], list(chosen.selected))], "x")
+    assert filled.selected == chosen.selected and ops.calls["fill"] == 2

@@ -90,7 +90,7 @@ class LooConfig(TrainingRun):
     favour_note: float = 0.0
     """Stage 2 of the two-stage variants adds this to the logits of the note's own tokens (a
     study of values copied from the note; ``LearnedOperators.favour_note``). 0: off."""
-    typed_selection: bool = True
+    typed_selection: bool = False
     """The two-stage modes keep no selected pair whose slot's type the note holds no value of
     (``LearnedOperators.typed_selection``); false scores the selection as the adapter made it."""
     calibration_notes: int = CALIBRATION_NOTES

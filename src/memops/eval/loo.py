@@ -186,7 +186,7 @@ def run_settings(cfg: LooConfig) -> dict[str, Any]:
         "seed": cfg.seed,
         **({"favour_note": cfg.favour_note} if cfg.favour_note else {}),  # absent when off
         **({"decisions": cfg.decisions} if cfg.decisions != "decode" else {}),  # absent by default
-        **({} if cfg.typed_selection else {"typed_selection": False}),  # absent by default
+        **({"typed_selection": True} if cfg.typed_selection else {}),  # absent by default
         "test_examples": fingerprint(test_file(cfg.datasets_dir, f, op) for f in cfg.folds for op in OPS),
     }
 

@@ -241,9 +241,11 @@ class LearnedOperators:
     calibrations: dict[str, Offsets] = field(default_factory=dict)
     """Per decision operator, the offsets ``decisions=calibrated`` applies to its adapter's
     reads; the bare base (``adapters=False``) reads without any."""
-    typed_selection: bool = True
+    typed_selection: bool = False
     """Stage 1 keeps no pair whose slot's type the note holds no value of (``core.values.states``):
-    a note that names no licence does not state ``project.license``, whatever the selection said."""
+    a note that names no licence does not state ``project.license``, whatever the selection said.
+    Off by default: on the mined held-out notes it doubled stage 1's precision and lost claim F1
+    (docs/results.md)."""
     threshold: float = 0.5
     """A scoring selection keeps a pair at least this likely: chosen on validation data
     (``eval.calibration``), never on the held-out fold."""
