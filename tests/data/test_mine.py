@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from memops.core.records import added_lines
 from memops.core.sources import Sources
+from memops.core.values import candidates
 from memops.data.catalog import load_read_from
 from memops.data.mine import MineError, Miner, mine
 from memops.data.problems import DataError
@@ -446,3 +448,18 @@ def test_a_note_another_trajectory_repeats_is_left_out(repo: Path, tmp_path: Pat
         s.title for s in whole.sessions if s.commit and s.title != "Drop Python 3.8"
     ]
     assert "# Left out: 1 note(s)" in (tmp_path / "left" / "demo.yaml").read_text()
+
+
+def test_a_mined_note_reads_back_the_lines_its_commit_added(repo: Path, tmp_path: Path) -> None:
+    """``added_lines`` reads the paragraph ``changed_summary`` writes: the new specifier is on an
+    added line, the old one on a removed line only."""
+    catalog, read_from = load_read_from("python-project")
+    mine(Miner(repo, "demo", catalog, read_from), tmp_path)
+    episode = load_trajectory("demo", Sources.of([tmp_path], [tmp_path]))
+    drop = next(s for s in episode.sessions if s.title == "Drop Python 3.8")
+    versions = catalog.value_type("python.supported_versions")
+    [claim] = [c for c in drop.claims if c.pair == "python.supported_versions"]
+    assert candidates(versions, "\n".join(added_lines(drop.text))) == [claim.value]
+    assert len(candidates(versions, drop.text)) == 2  # the old value, on its removed line
+    assert added_lines("Drop Python 3.8\n\nChanged files: setup.cfg") == []
+    assert added_lines("Drop Python 3.8\n\nTouched files: setup.cfg.") is None  # says nothing of lines

@@ -23,7 +23,7 @@ from memops.data.catalog import load_catalog
 from memops.data.trajectory import load_trajectories
 from memops.operators.backends.hf import HFBackend
 from memops.operators.backends.symbolic import SymbolicBackend
-from memops.operators.learned import Extraction, LearnedOperators, Outcome, in_type, typed
+from memops.operators.learned import Extraction, LearnedOperators, Outcome, in_type, proposals, typed
 from memops.operators.schemas import ExtractOutput, fill_model, json_schema
 
 CATALOG = load_catalog("python-project")
@@ -207,3 +207,45 @@ def test_stage_one_keeps_no_pair_whose_type_the_note_holds_no_value_of() -> None
     ops = LearnedOperators(oracle)  # off by default: both pairs are filled
     [filled] = ops._fill_selected([(NOTE, CATALOG)], [Extraction([], [], list(chosen.selected))], "x")
     assert filled.selected == chosen.selected and ops.calls["fill"] == 2
+
+
+def test_the_values_proposed_are_those_of_the_lines_the_commit_added() -> None:
+    """The old specifier, on a removed line, is proposed for nothing; a licence the note does not
+    name is not proposed."""
+    assert proposals(NOTE, CATALOG) == {
+        "python.supported_versions": [">=3.9"],
+        "tests.runner": ["pytest"],
+        "lint.line_length": ["120"],
+        "tests.coverage_threshold": ["98.5%"],
+    }
+
+
+def test_proposed_extraction_reads_a_commits_added_lines_and_asks_the_adapter_for_any_other_note() -> None:
+    """``two-stage-proposed`` on the oracle, whose fill wrote the old specifier: the note that says
+    what its commit changed is read for the pairs its added lines hold values of (no stage-1
+    call; the licence it does not name is not among them) and the versions take the added value;
+    the same text without its ``Changed lines`` paragraph goes to the adapter's selection, less
+    the licence it does not state, and keeps the fill's value."""
+    told = {
+        "python.supported_versions": ">=3.8",
+        "project.license": "MIT",
+        "tests.runner": "pytest",
+        "lint.line_length": "120",
+        "tests.coverage_threshold": "98.5%",
+    }
+    claims = [
+        ExtractedClaim(entity=p.split(".")[0], slot=p.split(".")[1], value=v, evidence_type="code-change")
+        for p, v in told.items()
+    ]
+    summary = NOTE.model_copy(update={"id": "n2", "text": NOTE.text.removeprefix("Changed lines: ")})
+    oracle = SymbolicBackend()
+    for note in (NOTE, summary):
+        oracle.remember_extraction(note, CATALOG, ExtractOutput(claims=claims))
+    ops = LearnedOperators(oracle)
+    [diff, other] = ops.extract([(NOTE, CATALOG), (summary, CATALOG)], "two-stage-proposed")
+    del told["project.license"]
+    assert diff.selected == list(proposals(NOTE, CATALOG) or {}) and diff.calls[0].step == "propose"
+    assert {c.pair: c.value for c in diff.claims} == {**told, "python.supported_versions": ">=3.9"}
+    assert other.selected == list(told) and other.calls[0].step == "select"
+    assert {c.pair: c.value for c in other.claims} == told
+    assert ops.calls["select"] == 1 and ops.calls["fill"] == 8 and ops.calls["read"] == 0

@@ -36,3 +36,22 @@ def test_the_truth_is_the_readers_and_a_respelling_is_right(tmp_path: Path) -> N
     assert rows["build.backend"] == "right"  # hatchling is hatchling.build
     assert rows["python.supported_versions"] == "wrong"
     assert rows["project.license"] == "missed" and rows["tests.runner"] == "no fact"
+
+
+def test_a_window_counts_apart_the_facts_its_commits_set(tmp_path: Path) -> None:
+    """With ``--since``, a fact the commits read never touched is not theirs to state."""
+    repo = tmp_path / "lib"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "pyproject.toml").write_text('[project]\nrequires-python = ">=3.8"\nlicense = "MIT"\n')
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "Package", date="2024-03-01T10:00:00+01:00")
+    (repo / "pyproject.toml").write_text('[project]\nrequires-python = ">=3.9"\nlicense = "MIT"\n')
+    git(repo, "commit", "-q", "-am", "Drop 3.8", date="2024-06-01T10:00:00+01:00")
+    start = bench_track.before(repo, "HEAD", "2024-05-01")
+    assert start is not None and bench_track.before(repo, "HEAD", "2024-01-01") is None
+    rows = bench_track.verdicts(
+        bench_track.truth(repo, bench_track.tip(repo, "HEAD")), {}, bench_track.truth(repo, start)
+    )
+    changed = {r["slot"]: r["changed"] for r in rows if r["fact"]}
+    assert changed == {"python.supported_versions": True, "project.license": False}

@@ -275,6 +275,7 @@ def test_value_at_a_time_without_its_offset_is_an_input_error() -> None:
     [
         ({"extract": "two-stage-read"}, "reads how likely each answer is"),
         ({"extract": "two-stage-scored"}, "reads how likely each answer is"),
+        ({"extract": "two-stage-proposed"}, "reads how likely each answer is"),
         ({"models": ["extract=m", "compare=m"]}, "no model for update"),
         ({"models": ["judge=m", "m"]}, r"name \['judge'\]"),
         ({"models": {"extract": "m", "compare": " ", "update": "m"}}, "no model name for compare"),

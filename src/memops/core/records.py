@@ -4,6 +4,7 @@ annotations, operators prompt with them and parse into them; neither owns them."
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,6 +19,30 @@ EvidenceType = Literal[EVIDENCE_TYPES]  # type: ignore[valid-type]
 
 class _Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+CHANGED_LINES = "Changed lines: "
+"""How a note built from a commit's diff (``data.mine.changed_summary``) opens the paragraph of
+the lines it changed in the files a slot is read from: ``Changed lines: <file>: +<added line> |
+<file>: -<removed line>``."""
+CHANGED_FILES = "Changed files: "
+"""The same paragraph where the commit changed no line there: ``Changed files: <file>, <file>``."""
+CHANGE_SEPARATOR = " | "
+_NEXT_CHANGE = re.compile(r" \| (?=[^\s|:]+: [+-])")
+
+
+def added_lines(text: str) -> list[str] | None:
+    """The lines a note's ``Changed lines`` paragraph says its commit added, without their file:
+    where a commit's note states a slot's new value (the removed lines hold the old one). None
+    for a note that does not say what its commit changed (no such paragraph, nor ``Changed
+    files``): a session summary, a user's note."""
+    for line in text.splitlines():
+        if line.startswith(CHANGED_LINES):
+            changes = (c.partition(": ")[2] for c in _NEXT_CHANGE.split(line.removeprefix(CHANGED_LINES)))
+            return [change[1:] for change in changes if change.startswith("+")]
+        if line.startswith(CHANGED_FILES):
+            return []
+    return None
 
 
 class Note(_Strict):

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from memops.core import values as spellings
 from memops.core.files import write_atomic
-from memops.core.records import Catalog
+from memops.core.records import CHANGE_SEPARATOR, CHANGED_FILES, CHANGED_LINES, Catalog
 from memops.data import facts
 from memops.data.catalog import ReadFrom
 from memops.data.export import ExportError, commit_record, export_line, git
@@ -189,7 +189,7 @@ def changed_summary(
         for line in excerpt(changed_lines(repo, commit, parent, paths), list(marks), KEYWORDS[source.reader]):
             if line not in lines:
                 lines.append(line)
-    return "Changed lines: " + " | ".join(lines) if lines else "Changed files: " + ", ".join(files)
+    return CHANGED_LINES + CHANGE_SEPARATOR.join(lines) if lines else CHANGED_FILES + ", ".join(files)
 
 
 def parent_of(repo: Path, commit: str) -> str:

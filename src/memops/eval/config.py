@@ -30,7 +30,8 @@ class ReplayConfig(RunConfig):
     """The old name of ``engine``; refused with a message that names the new one."""
     extract: str = "direct"
     """direct | two-stage | two-stage-trained | two-stage-scored | two-stage-overlap |
-    direct-trained | two-stage-read (the last five need an ``extract-stages`` adapter)."""
+    direct-trained | two-stage-read | two-stage-proposed (the last six need an ``extract-stages``
+    adapter)."""
     threshold: float = 0.5
     """two-stage-scored: the probability a pair needs to be selected; a LOO run places it on
     validation data (``eval.calibration``) and writes it to its ``calibration/``."""

@@ -17,7 +17,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ValidationError
 
-from memops.core.records import Catalog, ExtractedClaim, Note
+from memops.core.records import Catalog, ExtractedClaim, Note, added_lines
 from memops.core.values import MAX_VALUE_CHARS, candidates, states
 from memops.memory.claims import Claim
 from memops.memory.state import Entry
@@ -44,6 +44,7 @@ ExtractMode = Literal[
     "two-stage-overlap",
     "direct-trained",
     "two-stage-read",
+    "two-stage-proposed",
 ]
 Sourced = tuple[Note, Catalog]
 """A note with the catalog it is read against."""
@@ -64,26 +65,37 @@ adapter, whose data hold the direct examples beside the stage ones: one extract 
 every mode, so that a run trains one adapter fewer (docs/log/speed.md). ``two-stage-read``:
 ``two-stage-trained``, then each typed value read again from the note: the value the fill wrote
 and every value of the slot's type the note states (``core.values.candidates``), each weighed
-as the fill's answer by the adapter, the likeliest kept (``LearnedOperators.read_values``)."""
+as the fill's answer by the adapter, the likeliest kept (``LearnedOperators.read_values``).
+``two-stage-proposed``: for a note that says what its commit changed, stage 1 is every pair whose
+type a line the commit added holds a value of (:func:`proposals`), and such a pair's value the
+likeliest, weighed as ``two-stage-read`` weighs, of the values those lines state, and no other;
+for any other note, stage 1 is the adapter's selection less the worded pairs whose type the note
+holds no value of (``states``), filled as ``two-stage-trained`` fills."""
 STAGED_MODES: tuple[ExtractMode, ...] = (
     "two-stage-trained",
     "two-stage-scored",
     "two-stage-overlap",
     "direct-trained",
     "two-stage-read",
+    "two-stage-proposed",
 )
 """The modes that run on the ``extract-stages`` adapter."""
-READ_MODES: tuple[ExtractMode, ...] = ("two-stage-scored", "two-stage-read")
+READ_MODES: tuple[ExtractMode, ...] = ("two-stage-scored", "two-stage-read", "two-stage-proposed")
 """The modes that read how likely given answers are (probes) beside decoding: a backend that
 only generates (an OpenAI-compatible endpoint) cannot run them."""
 NOTE_STEPS = frozenset({EXTRACT.name, "select", "fill"})
 """The calls about one note: their prompts are the same up to the task (``with_task``), and
 each note is asked in several (``Request.stem``)."""
-OPT_IN_MODES: tuple[ExtractMode, ...] = ("two-stage-overlap", "direct-trained", "two-stage-read")
+OPT_IN_MODES: tuple[ExtractMode, ...] = (
+    "two-stage-overlap",
+    "direct-trained",
+    "two-stage-read",
+    "two-stage-proposed",
+)
 """The modes a run scores only when ``extract_modes`` names them: ``two-stage-overlap`` selects
 with no model, and the symbolic oracle has no fill to give for a pair its note does not state;
-``direct-trained`` is a study of the adapters a run needs; ``two-stage-read`` a study of values
-read from the note."""
+``direct-trained`` is a study of the adapters a run needs; ``two-stage-read`` and
+``two-stage-proposed`` studies of values read from the note."""
 
 
 def mode_adapter(mode: ExtractMode) -> str:
@@ -170,6 +182,19 @@ def overlap_selection(note: Note, catalog: Catalog) -> Extraction:
     raw = Selection(pairs=selected).model_dump_json()
     call = Outcome("overlap", select_messages(note, catalog), raw, None, None, 0.0, 0)
     return Extraction([], [call], selected, scores)
+
+
+def proposals(note: Note, catalog: Catalog) -> dict[str, list[str]] | None:
+    """Per catalog pair, the values of its type (``core.values.candidates``) that the lines the
+    note's commit added state (``core.records.added_lines``); a pair with none is left out. None
+    for a note that does not say what its commit changed. A commit's note states a slot's new
+    value on an added line, its old one on a removed line; a number or a version in the commit
+    message is most often an issue or a release."""
+    added = added_lines(note.text)
+    if added is None:
+        return None
+    found = {entry.pair: candidates(entry.value, "\n".join(added)) for entry in catalog.entries}
+    return {pair: values for pair, values in found.items() if values}
 
 
 def in_type(claim: ExtractedClaim, catalog: Catalog) -> ExtractedClaim | None:
@@ -367,6 +392,8 @@ class LearnedOperators:
             return self._fill_selected(notes, self.score_pairs(notes, adapter), adapter)
         if mode == "two-stage-overlap":
             return self._fill_selected(notes, [overlap_selection(n, c) for n, c in notes], adapter)
+        if mode == "two-stage-proposed":
+            return self._proposed(notes, adapter)
         selections = []
         for sel in self.select(notes, adapter):
             pairs = list(sel.output.pairs) if isinstance(sel.output, Selection) else []
@@ -374,22 +401,58 @@ class LearnedOperators:
         filled = self._fill_selected(notes, selections, adapter)
         return self.read_values(notes, filled, adapter) if mode == "two-stage-read" else filled
 
+    def _proposed(self, notes: Sequence[Sourced], adapter: str) -> list[Extraction]:
+        """``two-stage-proposed``: the proposals of a note that says what its commit changed (no
+        stage-1 call), the adapter's selection of any other, less the worded pairs it does not
+        state; then the fills, and each proposed pair's value read among its proposals."""
+        offered = [proposals(note, catalog) for note, catalog in notes]
+        asked = [i for i, o in enumerate(offered) if o is None]
+        selected = dict(zip(asked, self.select([notes[i] for i in asked], adapter), strict=True))
+        selections = []
+        for i, ((note, catalog), offer) in enumerate(zip(notes, offered, strict=True)):
+            if offer is not None:  # the call it stands for: the stage-1 prompt, answered with them
+                raw = json.dumps({"pairs": list(offer)})
+                call = Outcome("propose", select_messages(note, catalog), raw, None, None, 0.0, 0)
+                selections.append(Extraction([], [call], list(offer)))
+                continue
+            said = f"{note.title}\n{note.text}"
+            sel = selected[i]
+            pairs = [
+                p
+                for p in (sel.output.pairs if isinstance(sel.output, Selection) else [])
+                if states(catalog.value_type(p), said)
+            ]
+            selections.append(Extraction([], [sel], pairs))
+        filled = self._fill_selected(notes, selections, adapter)
+        return self.read_values(notes, filled, adapter, [o or {} for o in offered])
+
     def read_values(
-        self, notes: Sequence[Sourced], extractions: list[Extraction], adapter: str
+        self,
+        notes: Sequence[Sourced],
+        extractions: list[Extraction],
+        adapter: str,
+        offered: Sequence[dict[str, list[str]]] | None = None,
     ) -> list[Extraction]:
         """Each claim's value chosen again among the one its fill wrote and the values of the
         slot's type its note states (``candidates``): the fill prompt read once, each option the
         whole fill answer with that value, the likeliest kept. A claim whose note states no
-        other value of its type keeps its own; a free-text slot has none to offer."""
+        other value of its type keeps its own; a free-text slot has none to offer. With
+        ``offered`` (per note, :func:`proposals`), a claim of an offered pair chooses among the
+        offered values alone and every other claim keeps its own."""
         asks, owners = [], []
         for i, ((note, catalog), extraction) in enumerate(zip(notes, extractions, strict=True)):
             said = f"{note.title}\n{note.text}"
             for j, claim in enumerate(extraction.claims):
-                values = [claim.value, *candidates(catalog.value_type(claim.pair), said)]
+                if offered is None:
+                    values = [claim.value, *candidates(catalog.value_type(claim.pair), said)]
+                else:
+                    values = offered[i].get(claim.pair, [claim.value])
                 options = tuple(
                     claim.model_copy(update={"value": v}).model_dump_json() for v in dict.fromkeys(values)
                 )
-                if len(options) > 1:
+                if len(options) == 1:
+                    extraction.claims[j] = claim.model_validate_json(options[0])
+                else:
                     asks.append((adapter, fill_messages(note, catalog, claim.pair), options))
                     owners.append((i, j))
         for (i, j), (_, messages, options), odds in zip(owners, asks, self.probe("read", asks), strict=True):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from memops.core.records import CHANGED_FILES
 from memops.data.catalog import ReadFrom
 from memops.data.export import ExportError, git
 from memops.data.mine import changed_summary
@@ -65,12 +66,17 @@ class Commit:
 
 
 def note(repo: Path, commit: Commit, read_from: list[ReadFrom]) -> str:
-    """The note the extractor reads for ``commit``. Where it changes a file a catalog slot is read
-    from, the mined benchmark's form: its subject, the lines it changed there (by each slot's
-    keywords: there is no gold to point at them), the files it touched and its message; any other
-    commit, its subject and body."""
+    """The note the extractor reads for ``commit``, in the mined benchmark's form: its subject, the
+    lines it changed in the files a catalog slot is read from (by each slot's keywords: there is
+    no gold to point at them), or ``Changed files: ...`` where it changed none of them, the files
+    it touched and its message. A catalog that says where no slot is read from gets the subject
+    and body: nothing tells which of its lines could state a value."""
+    if not read_from:
+        return commit.text
     slots = [(source, ()) for source in read_from if any(source.reads(p) for p in commit.files)]
-    return note_text(commit, changed_summary(repo, commit.sha, commit.files, slots)) if slots else commit.text
+    if not slots:
+        return note_text(commit, CHANGED_FILES + ", ".join(commit.files))
+    return note_text(commit, changed_summary(repo, commit.sha, commit.files, slots))
 
 
 def check_revision(branch: str) -> None:

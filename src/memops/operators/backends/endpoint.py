@@ -95,8 +95,8 @@ class EndpointBackend(VLLMBackend):
     def probe(self, probes: Sequence[Probe]) -> list[Odds]:
         raise BackendError(
             f"{self.base_url}: an OpenAI-compatible endpoint generates answers; it cannot read how "
-            "likely each of a few answers is (decisions=read, extract two-stage-scored or "
-            "two-stage-read): decode instead"
+            "likely each of a few answers is (decisions=read, extract two-stage-scored, "
+            "two-stage-read or two-stage-proposed): decode instead"
         )
 
     def _served(self, adapter: str) -> str:
