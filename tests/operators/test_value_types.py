@@ -221,11 +221,12 @@ def test_the_values_proposed_are_those_of_the_lines_the_commit_added() -> None:
 
 
 def test_proposed_extraction_reads_a_commits_added_lines_and_asks_the_adapter_for_any_other_note() -> None:
-    """``two-stage-proposed`` on the oracle, whose fill wrote the old specifier: the note that says
-    what its commit changed is read for the pairs its added lines hold values of (no stage-1
-    call; the licence it does not name is not among them) and the versions take the added value;
-    the same text without its ``Changed lines`` paragraph goes to the adapter's selection, less
-    the licence it does not state, and keeps the fill's value."""
+    """``two-stage-proposed`` on the oracle: the note that says what its commit changed is read
+    for the pairs its added lines hold values of (no stage-1 call; the licence it does not name
+    is not among them), and a fill that writes another value than the added one (the old
+    specifier) is refused by the grammar's schema; the same text without its ``Changed lines``
+    paragraph goes to the adapter's selection, less the licence it does not state, and keeps the
+    fill's value."""
     told = {
         "python.supported_versions": ">=3.8",
         "project.license": "MIT",
@@ -245,7 +246,20 @@ def test_proposed_extraction_reads_a_commits_added_lines_and_asks_the_adapter_fo
     [diff, other] = ops.extract([(NOTE, CATALOG), (summary, CATALOG)], "two-stage-proposed")
     del told["project.license"]
     assert diff.selected == list(proposals(NOTE, CATALOG) or {}) and diff.calls[0].step == "propose"
-    assert {c.pair: c.value for c in diff.claims} == {**told, "python.supported_versions": ">=3.9"}
+    refused = {k: v for k, v in told.items() if k != "python.supported_versions"}
+    assert {c.pair: c.value for c in diff.claims} == refused
+    assert "schema violation at value" in (diff.error or "")
     assert other.selected == list(told) and other.calls[0].step == "select"
     assert {c.pair: c.value for c in other.claims} == told
     assert ops.calls["select"] == 1 and ops.calls["fill"] == 8 and ops.calls["read"] == 0
+
+
+def test_a_proposed_pairs_value_is_decoded_among_the_added_values_alone(tiny_model: Path) -> None:
+    """The tiny model without adapters writes anything its grammar lets it: under
+    ``two-stage-proposed`` every value of a commit's note is one its added lines state."""
+    tiny = HFBackend.load(replace(model_config("tiny"), path=str(tiny_model)), {})
+    ops = LearnedOperators(tiny, adapters=False)
+    [found] = ops.extract([(NOTE, CATALOG)], "two-stage-proposed")
+    offered = proposals(NOTE, CATALOG) or {}
+    assert found.claims and all(c.value in offered[c.pair] for c in found.claims)
+    assert ops.calls["fill"] == len(offered) and ops.calls["select"] == 0

@@ -197,6 +197,12 @@ def _alternatives(names: Iterable[str]) -> str:
     return "(" + "|".join(_escape(n) for n in names) + ")"
 
 
+def one_of(values: Iterable[str]) -> str:
+    """The anchored regular expression that matches one of ``values`` whole: a value chosen among
+    given ones, such as the values a note's added lines state."""
+    return f"^{_alternatives(values)}$"
+
+
 class ValueType(BaseModel):
     """What a slot's value is, so an extractor can only write a value of that form.
 

@@ -18,7 +18,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ValidationError
 
 from memops.core.records import Catalog, ExtractedClaim, Note, added_lines
-from memops.core.values import MAX_VALUE_CHARS, candidates, states
+from memops.core.values import MAX_VALUE_CHARS, candidates, one_of, states
 from memops.memory.claims import Claim
 from memops.memory.state import Entry
 from memops.operators.backends import BASE, Backend, Completion, Messages, Odds, Probe, Request
@@ -67,8 +67,9 @@ every mode, so that a run trains one adapter fewer (docs/log/speed.md). ``two-st
 and every value of the slot's type the note states (``core.values.candidates``), each weighed
 as the fill's answer by the adapter, the likeliest kept (``LearnedOperators.read_values``).
 ``two-stage-proposed``: for a note that says what its commit changed, stage 1 is every pair whose
-type a line the commit added holds a value of (:func:`proposals`), and such a pair's value the
-likeliest, weighed as ``two-stage-read`` weighs, of the values those lines state, and no other;
+type a line the commit added holds a value of (:func:`proposals`), and such a pair's fill is
+decoded with its value held to the values those lines state, then the likeliest of them, weighed
+as ``two-stage-read`` weighs, kept;
 for any other note, stage 1 is the adapter's selection less the worded pairs whose type the note
 holds no value of (``states``), filled as ``two-stage-trained`` fills."""
 STAGED_MODES: tuple[ExtractMode, ...] = (
@@ -404,7 +405,8 @@ class LearnedOperators:
     def _proposed(self, notes: Sequence[Sourced], adapter: str) -> list[Extraction]:
         """``two-stage-proposed``: the proposals of a note that says what its commit changed (no
         stage-1 call), the adapter's selection of any other, less the worded pairs it does not
-        state; then the fills, and each proposed pair's value read among its proposals."""
+        state; then the fills, a proposed pair's value decoded among its proposals (a fill cut
+        short while writing a value of its own loses the claim) and read among them again."""
         offered = [proposals(note, catalog) for note, catalog in notes]
         asked = [i for i, o in enumerate(offered) if o is None]
         selected = dict(zip(asked, self.select([notes[i] for i in asked], adapter), strict=True))
@@ -423,8 +425,8 @@ class LearnedOperators:
                 if states(catalog.value_type(p), said)
             ]
             selections.append(Extraction([], [sel], pairs))
-        filled = self._fill_selected(notes, selections, adapter)
-        return self.read_values(notes, filled, adapter, [o or {} for o in offered])
+        given = [o or {} for o in offered]
+        return self.read_values(notes, self._fill_selected(notes, selections, adapter, given), adapter, given)
 
     def read_values(
         self,
@@ -519,13 +521,20 @@ class LearnedOperators:
             asks.append((adapter, prompt, model, self._schema(model), select_budget(catalog.pairs())))
         return self._ask("select", asks)
 
-    def fill(self, items: Sequence[tuple[Note, Catalog, str]], adapter: str = "extract") -> list[Outcome]:
+    def fill(
+        self,
+        items: Sequence[tuple[Note, Catalog, str]],
+        adapter: str = "extract",
+        values: Sequence[Sequence[str]] = (),
+    ) -> list[Outcome]:
         """Stage 2: one claim per selected pair; the pair is fixed, branch/env/evidence are enums,
-        a typed slot's value is decoded under its type's grammar and normalised (:func:`typed`)."""
+        a typed slot's value is decoded under its type's grammar and normalised (:func:`typed`).
+        ``values``, per item: the values its fill may write (none given: any of its type)."""
         asks = []
-        for note, catalog, pair in items:
+        for (note, catalog, pair), allowed in zip(items, values or [()] * len(items), strict=True):
             branches = note_branches(note)
-            model = fill_model(pair, branches, catalog.value_type(pair).grammar())
+            grammar = one_of(allowed) if allowed else catalog.value_type(pair).grammar()
+            model = fill_model(pair, branches, grammar)
             prompt = fill_messages(note, catalog, pair)
             asks.append((adapter, prompt, model, self._schema(model), fill_budget(pair, branches)))
         favours = [note.text if self.favour_note else None for note, _, _ in items]
@@ -533,11 +542,16 @@ class LearnedOperators:
         return [typed(o, catalog) for o, (_, catalog, _) in zip(outcomes, items, strict=True)]
 
     def _fill_selected(
-        self, notes: Sequence[Sourced], selections: list[Extraction], adapter: str
+        self,
+        notes: Sequence[Sourced],
+        selections: list[Extraction],
+        adapter: str,
+        offered: Sequence[dict[str, list[str]]] = (),
     ) -> list[Extraction]:
         """Stage 2 on each note's ``selected`` pairs (those its note can state, with
-        ``typed_selection``); the fills join the selection's calls."""
-        items, owners = [], []
+        ``typed_selection``), an ``offered`` pair's value decoded among its offered values; the
+        fills join the selection's calls."""
+        items, owners, values = [], [], []
         for i, ((note, catalog), sel) in enumerate(zip(notes, selections, strict=True)):
             if self.typed_selection:
                 said = f"{note.title}\n{note.text}"
@@ -546,7 +560,8 @@ class LearnedOperators:
             for pair in sel.selected:
                 items.append((note, catalog, pair))
                 owners.append(i)
-        for i, fill in zip(owners, self.fill(items, adapter), strict=True):
+                values.append(offered[i].get(pair, []) if offered else [])
+        for i, fill in zip(owners, self.fill(items, adapter, values), strict=True):
             selections[i].calls.append(fill)
             if isinstance(fill.output, ExtractedClaim):  # a Fill is an ExtractedClaim with enums
                 selections[i].claims.append(fill.output)
