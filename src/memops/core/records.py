@@ -28,7 +28,7 @@ the lines it changed in the files a slot is read from: ``Changed lines: <file>: 
 CHANGED_FILES = "Changed files: "
 """The same paragraph where the commit changed no line there: ``Changed files: <file>, <file>``."""
 CHANGE_SEPARATOR = " | "
-_NEXT_CHANGE = re.compile(r" \| (?=[^\s|:]+: [+-])")
+_NEXT_CHANGE = re.compile(re.escape(CHANGE_SEPARATOR) + r"(?=[^\s|:]+: [+-])")
 
 
 def added_lines(text: str) -> list[str] | None:

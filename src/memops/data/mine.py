@@ -181,11 +181,15 @@ def changed_summary(
     """A commit's note summary, ``Changed lines: ...``: for each slot (where it is read, and the
     words that mark its lines: the changed value's, or none), the :func:`excerpt` of the lines
     the commit changed in the files it reads; ``Changed files: ...`` where there are none. Mined
-    notes mark the gold change's words, ``memops track`` has no gold and marks none."""
-    parent = parent_of(repo, commit)
+    notes mark the gold change's words, ``memops track`` has no gold and marks none. The parent
+    is asked of git only where a slot's files changed."""
+    parent: str | None = None
     lines: list[str] = []
     for source, marks in slots:
         paths = [p for p in files if source.reads(p)]
+        if not paths:
+            continue
+        parent = parent or parent_of(repo, commit)
         for line in excerpt(changed_lines(repo, commit, parent, paths), list(marks), KEYWORDS[source.reader]):
             if line not in lines:
                 lines.append(line)

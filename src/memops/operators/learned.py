@@ -69,9 +69,9 @@ as the fill's answer by the adapter, the likeliest kept (``LearnedOperators.read
 ``two-stage-proposed``: for a note that says what its commit changed, stage 1 is every pair whose
 type a line the commit added holds a value of (:func:`proposals`), and such a pair's fill is
 decoded with its value held to the values those lines state, then the likeliest of them, weighed
-as ``two-stage-read`` weighs, kept;
-for any other note, stage 1 is the adapter's selection less the worded pairs whose type the note
-holds no value of (``states``), filled as ``two-stage-trained`` fills."""
+as ``two-stage-read`` weighs, kept; for any other note, stage 1 is the adapter's selection less
+the worded pairs whose type the note holds no value of (:func:`stated`), filled as
+``two-stage-trained`` fills."""
 STAGED_MODES: tuple[ExtractMode, ...] = (
     "two-stage-trained",
     "two-stage-scored",
@@ -196,6 +196,13 @@ def proposals(note: Note, catalog: Catalog) -> dict[str, list[str]] | None:
         return None
     found = {entry.pair: candidates(entry.value, "\n".join(added)) for entry in catalog.entries}
     return {pair: values for pair, values in found.items() if values}
+
+
+def stated(note: Note, catalog: Catalog, pairs: Sequence[str]) -> list[str]:
+    """The ``pairs`` whose slot's type the note (title and text) can state a value of
+    (``core.values.states``)."""
+    said = f"{note.title}\n{note.text}"
+    return [p for p in pairs if states(catalog.value_type(p), said)]
 
 
 def in_type(claim: ExtractedClaim, catalog: Catalog) -> ExtractedClaim | None:
@@ -417,13 +424,8 @@ class LearnedOperators:
                 call = Outcome("propose", select_messages(note, catalog), raw, None, None, 0.0, 0)
                 selections.append(Extraction([], [call], list(offer)))
                 continue
-            said = f"{note.title}\n{note.text}"
             sel = selected[i]
-            pairs = [
-                p
-                for p in (sel.output.pairs if isinstance(sel.output, Selection) else [])
-                if states(catalog.value_type(p), said)
-            ]
+            pairs = stated(note, catalog, sel.output.pairs if isinstance(sel.output, Selection) else [])
             selections.append(Extraction([], [sel], pairs))
         given = [o or {} for o in offered]
         return self.read_values(notes, self._fill_selected(notes, selections, adapter, given), adapter, given)
@@ -452,9 +454,7 @@ class LearnedOperators:
                 options = tuple(
                     claim.model_copy(update={"value": v}).model_dump_json() for v in dict.fromkeys(values)
                 )
-                if len(options) == 1:
-                    extraction.claims[j] = claim.model_validate_json(options[0])
-                else:
+                if len(options) > 1:
                     asks.append((adapter, fill_messages(note, catalog, claim.pair), options))
                     owners.append((i, j))
         for (i, j), (_, messages, options), odds in zip(owners, asks, self.probe("read", asks), strict=True):
@@ -554,9 +554,7 @@ class LearnedOperators:
         items, owners, values = [], [], []
         for i, ((note, catalog), sel) in enumerate(zip(notes, selections, strict=True)):
             if self.typed_selection:
-                said = f"{note.title}\n{note.text}"
-                stated = [p for p in sel.selected if states(catalog.value_type(p), said)]
-                selections[i] = sel = replace(sel, selected=stated)
+                selections[i] = sel = replace(sel, selected=stated(note, catalog, sel.selected))
             for pair in sel.selected:
                 items.append((note, catalog, pair))
                 owners.append(i)

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from memops.core.records import CHANGED_FILES
 from memops.data.catalog import ReadFrom
 from memops.data.export import ExportError, git
 from memops.data.mine import changed_summary
@@ -73,10 +72,7 @@ def note(repo: Path, commit: Commit, read_from: list[ReadFrom]) -> str:
     and body: nothing tells which of its lines could state a value."""
     if not read_from:
         return commit.text
-    slots = [(source, ()) for source in read_from if any(source.reads(p) for p in commit.files)]
-    if not slots:
-        return note_text(commit, CHANGED_FILES + ", ".join(commit.files))
-    return note_text(commit, changed_summary(repo, commit.sha, commit.files, slots))
+    return note_text(commit, changed_summary(repo, commit.sha, commit.files, [(s, ()) for s in read_from]))
 
 
 def check_revision(branch: str) -> None:
