@@ -309,13 +309,7 @@ def test_a_loo_fold_runs_end_to_end_on_vllm(vllm_run) -> None:
     records = read_records(run_dir / "records.jsonl")
     learned = [r for r in records if r["op"] in OPS and r["variant"] != "symbolic"]
     assert {(r["op"], r["variant"]) for r in learned} == {
-        ("extract", "direct"),
-        ("extract", "two-stage"),
-        ("extract", "two-stage-trained"),
-        ("extract", "two-stage-scored"),
-        ("extract", "two-stage-overlap"),
-        ("extract", "direct-trained"),
-        ("extract", "two-stage-read"),
+        *{("extract", mode) for mode in EXTRACT_MODES},  # every mode the run was asked for
         ("extract", "prompted"),
         *{(op, v) for op in DECISIONS for v in ("learned", "prompted")},
     }
@@ -349,13 +343,7 @@ def test_hf_and_vllm_decode_the_same_text(
     print("parity hf/vllm:", json.dumps(shares))
     assert set(shares) == {
         *DECISIONS,
-        "extract/direct",
-        "extract/two-stage",
-        "extract/two-stage-trained",
-        "extract/two-stage-scored",
-        "extract/two-stage-overlap",
-        "extract/direct-trained",
-        "extract/two-stage-read",
+        *(f"extract/{mode}" for mode in EXTRACT_MODES),
         *(f"{op}/prompted" for op in OPS),
         *(
             f"{engine}/{v}"
