@@ -112,6 +112,20 @@ def test_three_extraction_variants_their_paired_tests_and_where_they_fail() -> N
     assert text.count("| direct | `db.orm` [main/production, code-change] = v | 0.00 |") == 3
 
 
+def test_a_run_of_one_opt_in_mode_is_tested_against_no_variant_it_did_not_extract_with() -> None:
+    """The decisions' records name every learned variant, but only ``two-stage-proposed``
+    extracted: no paired row against ``direct`` or ``two-stage``, no direct-vs-two-stage section."""
+    records = [
+        extract("a", "two-stage-proposed", i, [claim("engine")], [claim("engine")], 1.0) for i in range(3)
+    ]
+    records.append(record("a", "compare", "learned", 0, 1.0))
+    summary = summarize(records)
+    assert "direct" in summary["variants"] and summary["tests"]["two_stage_proposed"] == {}
+    text = markdown(summary, {"name": "t", "model": "m", "backend": "hf"})
+    assert "| two-stage-proposed | 1.00 [" in text
+    assert "vs direct" not in text and "Direct vs two-stage" not in text
+
+
 def test_selection_precision_recall_and_value_f1_by_wording_per_variant() -> None:
     """Two notes, two gold pairs each (one value verbatim in its note, one paraphrased): the
     scoring selection picks one gold pair and one wrong pair per note, and gets the verbatim

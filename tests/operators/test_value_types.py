@@ -220,6 +220,23 @@ def test_the_values_proposed_are_those_of_the_lines_the_commit_added() -> None:
     }
 
 
+def test_a_dependencys_bound_and_a_stray_number_are_proposed_for_no_slot() -> None:
+    """A specifier proposes Python versions only on the line of the key that sets them, and a
+    number a line length only on a line that names it: pendulum's ``python-dateutil>=2.6`` and a
+    copyright year were proposed as both before."""
+    note = NOTE.model_copy(
+        update={
+            "text": NOTE.text
+            + ' | pyproject.toml: +"python-dateutil>=2.6", | pyproject.toml: +"tzdata>=2020.1",'
+            " | LICENSE: +Copyright (c) 2025 | setup.py: +    python_requires='>=3.10',"
+            ' | pyproject.toml: +python = "^3.11" | ruff.toml: +line-length = 99'
+        }
+    )
+    found = proposals(note, CATALOG) or {}
+    assert found["python.supported_versions"] == [">=3.9", ">=3.10", ">=3.11"]
+    assert found["lint.line_length"] == ["120", "99"]
+
+
 def test_proposed_extraction_reads_a_commits_added_lines_and_asks_the_adapter_for_any_other_note() -> None:
     """``two-stage-proposed`` on the oracle: the note that says what its commit changed is read
     for the pairs its added lines hold values of (no stage-1 call; the licence it does not name

@@ -323,6 +323,23 @@ def states(value: ValueType, text: str) -> bool:
     return value.kind not in WORDED or bool(candidates(value, text))
 
 
+_PYTHON_KEY = re.compile(r"requires[-_]python|python[-_]requires|^\W*python\W*[=:]", re.IGNORECASE)
+
+
+def line_states(value: ValueType, slot: str, line: str) -> bool:
+    """Whether a line of a project's file can state ``slot``'s value. A version specifier is the
+    Python versions only on the line of the key that sets them (``requires-python``,
+    ``python_requires``, Poetry's ``python =``); elsewhere it bounds a dependency
+    (``python-dateutil>=2.6``). A bare number states an integer slot only on a line that names
+    the slot (``max-line-length = 100`` for ``line_length``); elsewhere it is a year, a count, a
+    port. A value of any other kind is its own cue."""
+    if value.kind == "python-specifier":
+        return _PYTHON_KEY.search(line) is not None
+    if value.kind == "integer":
+        return re.search(r"[-_ ]?".join(map(re.escape, slot.split("_"))), line, re.IGNORECASE) is not None
+    return True
+
+
 def candidates(value: ValueType, text: str) -> list[str]:
     """The values of ``value``'s type that ``text`` states, each in the type's one spelling, in
     order of first mention (for a list of tools, each one and all of them together): what a

@@ -95,8 +95,9 @@ def summarize(records: list[Record]) -> dict[str, Any]:
         }
     summary["parse_failures"] = parse_failures(records)
     summary["tests"]["extract_direct_vs_two_stage"] = _paired(table, folds, "direct", "two-stage", "extract")
-    for mode in (m for m in STAGED_MODES if m in shown):
-        others = [v for v in LEARNED if v in shown and LEARNED.index(v) < LEARNED.index(mode)]
+    extracted = [v for v in shown if any(table.get((f, v, "extract")) for f in folds)]
+    for mode in (m for m in STAGED_MODES if m in extracted):
+        others = [v for v in LEARNED if v in extracted and LEARNED.index(v) < LEARNED.index(mode)]
         summary["tests"][mode.replace("-", "_")] = {
             f"vs {other}": {m: _paired(table, folds, other, mode, m) for m in EXTRACT_METRICS}
             for other in others

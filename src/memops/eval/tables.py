@@ -105,6 +105,8 @@ def value_and_engine_table(summary: dict[str, Any]) -> list[str]:
 def direct_vs_two_stage(summary: dict[str, Any]) -> list[str]:
     t = summary["tests"]["extract_direct_vs_two_stage"]
     m, b = t["mcnemar_exact_match"], t["paired_bootstrap"]
+    if not m["n"]:  # a run that scored neither (an opt-in mode alone)
+        return []
     lines = [
         "",
         "## Direct vs two-stage extraction (paired, all folds)",
@@ -226,7 +228,10 @@ def extraction_sections(summary: dict[str, Any]) -> list[str]:
         "pair is scored by the probability that the answer is that pair alone, and the pairs at a "
         "threshold placed on validation notes are kept; `two-stage-overlap` selects with no model, the "
         "one catalog pair whose words (names and description) the note uses most, and fills it on the "
-        "same adapter.",
+        "same adapter. The opt-in studies: `direct-trained` is `direct`'s call on that adapter; "
+        "`two-stage-read` reads each typed value again among those the note states; "
+        "`two-stage-proposed` takes a commit's note's pairs and values from the lines it added "
+        "(`EXTRACT_MODES` in operators/learned.py says each in full).",
         "",
         "",
         "Engine keys: the share of final-state keys right when this variant's extraction feeds the "
