@@ -459,7 +459,7 @@ def test_a_mined_note_reads_back_the_lines_its_commit_added(repo: Path, tmp_path
     drop = next(s for s in episode.sessions if s.title == "Drop Python 3.8")
     versions = catalog.value_type("python.supported_versions")
     [claim] = [c for c in drop.claims if c.pair == "python.supported_versions"]
-    assert candidates(versions, "\n".join(added_lines(drop.text))) == [claim.value]
+    assert candidates(versions, "\n".join(line for _, line in added_lines(drop.text) or [])) == [claim.value]
     assert len(candidates(versions, drop.text)) == 2  # the old value, on its removed line
     assert added_lines("Drop Python 3.8\n\nChanged files: setup.cfg") == []
     assert added_lines("Drop Python 3.8\n\nTouched files: setup.cfg.") is None  # says nothing of lines

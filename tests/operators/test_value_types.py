@@ -211,10 +211,10 @@ def test_stage_one_keeps_no_pair_whose_type_the_note_holds_no_value_of() -> None
 
 def test_the_values_proposed_are_those_of_the_lines_the_commit_added() -> None:
     """The old specifier, on a removed line, is proposed for nothing; a licence the note does not
-    name is not proposed."""
+    name is not proposed; pytest on a line of ``tox.ini`` is run by tox."""
     assert proposals(NOTE, CATALOG) == {
         "python.supported_versions": [">=3.9"],
-        "tests.runner": ["pytest"],
+        "tests.runner": ["tox", "pytest", "pytest, tox"],
         "lint.line_length": ["120"],
         "tests.coverage_threshold": ["98.5%"],
     }
@@ -235,6 +235,13 @@ def test_a_dependencys_bound_and_a_stray_number_are_proposed_for_no_slot() -> No
     found = proposals(note, CATALOG) or {}
     assert found["python.supported_versions"] == [">=3.9", ">=3.10", ">=3.11"]
     assert found["lint.line_length"] == ["120", "99"]
+
+
+def test_a_tools_config_file_is_proposed_only_with_a_line_that_names_a_tool() -> None:
+    """A line of ``tox.ini`` that names no test runner says nothing of the runner: the file's
+    name counts only beside a tool its line names (``mypy`` here is a type checker)."""
+    text = "Changed lines: tox.ini: +envlist = py39 | tox.ini: +    mypy src"
+    assert proposals(NOTE.model_copy(update={"text": text}), CATALOG) == {"typing.checker": ["mypy"]}
 
 
 def test_proposed_extraction_reads_a_commits_added_lines_and_asks_the_adapter_for_any_other_note() -> None:

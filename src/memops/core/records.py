@@ -31,15 +31,15 @@ CHANGE_SEPARATOR = " | "
 _NEXT_CHANGE = re.compile(re.escape(CHANGE_SEPARATOR) + r"(?=[^\s|:]+: [+-])")
 
 
-def added_lines(text: str) -> list[str] | None:
-    """The lines a note's ``Changed lines`` paragraph says its commit added, without their file:
+def added_lines(text: str) -> list[tuple[str, str]] | None:
+    """The lines a note's ``Changed lines`` paragraph says its commit added, each with its file:
     where a commit's note states a slot's new value (the removed lines hold the old one). None
     for a note that does not say what its commit changed (no such paragraph, nor ``Changed
     files``): a session summary, a user's note."""
     for line in text.splitlines():
         if line.startswith(CHANGED_LINES):
-            changes = (c.partition(": ")[2] for c in _NEXT_CHANGE.split(line.removeprefix(CHANGED_LINES)))
-            return [change[1:] for change in changes if change.startswith("+")]
+            changes = (c.partition(": ") for c in _NEXT_CHANGE.split(line.removeprefix(CHANGED_LINES)))
+            return [(path, change[1:]) for path, _, change in changes if change.startswith("+")]
         if line.startswith(CHANGED_FILES):
             return []
     return None

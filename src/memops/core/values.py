@@ -340,6 +340,18 @@ def line_states(value: ValueType, slot: str, line: str) -> bool:
     return True
 
 
+def change_says(value: ValueType, slot: str, path: str, line: str) -> str:
+    """What a line a commit added to ``path`` can say of ``slot``'s value: nothing where the
+    line cannot state it (:func:`line_states`); for a list of tools, a line that names one also
+    names the tool its file configures (``commands = pytest`` in ``tox.ini``: pytest, run by
+    tox); else the line."""
+    if not line_states(value, slot, line):
+        return ""
+    if value.kind == "tools" and value._mentions.search(line):
+        return f"{path}\n{line}"
+    return line
+
+
 def candidates(value: ValueType, text: str) -> list[str]:
     """The values of ``value``'s type that ``text`` states, each in the type's one spelling, in
     order of first mention (for a list of tools, each one and all of them together): what a

@@ -18,7 +18,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ValidationError
 
 from memops.core.records import Catalog, ExtractedClaim, Note, added_lines
-from memops.core.values import MAX_VALUE_CHARS, candidates, line_states, one_of, states
+from memops.core.values import MAX_VALUE_CHARS, candidates, change_says, one_of, states
 from memops.memory.claims import Claim
 from memops.memory.state import Entry
 from memops.operators.backends import BASE, Backend, Completion, Messages, Odds, Probe, Request
@@ -187,8 +187,8 @@ def overlap_selection(note: Note, catalog: Catalog) -> Extraction:
 
 def proposals(note: Note, catalog: Catalog) -> dict[str, list[str]] | None:
     """Per catalog pair, the values of its type (``core.values.candidates``) that the lines the
-    note's commit added state (``core.records.added_lines``), each line only for the slots it can
-    state (``core.values.line_states``); a pair with none is left out. None for a note that does
+    note's commit added state (``core.records.added_lines``), each line read for what it can say
+    of the slot (``core.values.change_says``); a pair with none is left out. None for a note that does
     not say what its commit changed. A commit's note states a slot's new value on an added line,
     its old one on a removed line; a number or a version in the commit message is most often an
     issue or a release."""
@@ -197,7 +197,7 @@ def proposals(note: Note, catalog: Catalog) -> dict[str, list[str]] | None:
         return None
     found = {
         entry.pair: candidates(
-            entry.value, "\n".join(x for x in added if line_states(entry.value, entry.slot, x))
+            entry.value, "\n".join(change_says(entry.value, entry.slot, *x) for x in added)
         )
         for entry in catalog.entries
     }
