@@ -323,6 +323,14 @@ def test_a_commit_that_changes_a_file_a_slot_reads_is_noted_with_its_changed_lin
     assert 'pyproject.toml: +requires-python = ">=3.9"' in drop and "Touched files: pyproject.toml." in drop
     other = note(repo, found[-1], read_from)
     assert other.startswith("Say hello\n\nChanged files: README.md\n\n") and added_lines(other) == []
+    git(repo, "checkout", "-q", "-b", "side")
+    (repo / "pyproject.toml").write_text('[project]\nrequires-python = ">=3.10"\n')
+    git(repo, "commit", "-qam", "Require 3.10", date="2024-04-02T10:00:00+01:00")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--no-ff", "side", "-m", "Merge side", date="2024-04-03T10:00:00+01:00")
+    merge = commits(repo)[-1]  # git log names no file of a merge: its changes are the side's
+    assert merge.subject == "Merge side" and merge.files == ()
+    assert added_lines(note(repo, merge, read_from)) == []  # so it proposes nothing
     own = tmp_path / "slots.yaml"
     own.write_text("- {entity: build, slot: backend, description: the build backend}\n")
     assert slots_read(own) == [] and note(repo, found[5], slots_read(own)) == found[5].text

@@ -40,7 +40,7 @@ def added_lines(text: str) -> list[tuple[str, str]] | None:
         if line.startswith(CHANGED_LINES):
             changes = (c.partition(": ") for c in _NEXT_CHANGE.split(line.removeprefix(CHANGED_LINES)))
             return [(path, change[1:]) for path, _, change in changes if change.startswith("+")]
-        if line.startswith(CHANGED_FILES):
+        if line.startswith(CHANGED_FILES.rstrip()):  # a merge's note names no file
             return []
     return None
 
