@@ -124,6 +124,7 @@ def test_a_run_of_one_opt_in_mode_is_tested_against_no_variant_it_did_not_extrac
     text = markdown(summary, {"name": "t", "model": "m", "backend": "hf"})
     assert "| two-stage-proposed | 1.00 [" in text
     assert "vs direct" not in text and "Direct vs two-stage" not in text
+    assert "| direct | – | – | – | – |" not in text  # no row for a variant that only decided
 
 
 def test_selection_precision_recall_and_value_f1_by_wording_per_variant() -> None:

@@ -94,9 +94,11 @@ def value_and_engine_table(summary: dict[str, Any]) -> list[str]:
         "| Variant | Extract (value) | Engine state | Engine state (value match) | Engine queries |",
         "| --- | --- | --- | --- | --- |",
     ]
+    metrics = ("extract_value", "engine_state", "engine_state_value", "engine_queries")
     for variant in summary["variants"]:
         s = summary["mean"][variant]
-        metrics = ("extract_value", "engine_state", "engine_state_value", "engine_queries")
+        if all(s[m]["mean"] is None for m in metrics):  # decisions only: no extraction of its own
+            continue
         cells = " | ".join(cell(s[m]) for m in metrics)
         lines.append(f"| {variant} | {cells} |")
     return lines
@@ -241,7 +243,7 @@ def extraction_sections(summary: dict[str, Any]) -> list[str]:
         "| Variant | Schema F1 | Value F1 | Engine keys | Engine keys (value match) | n |",
         "| --- | --- | --- | --- | --- | ---: |",
     ]
-    for v in shown:
+    for v in (v for v in shown if summary["mean"][v]["extract"]["n"]):
         s = summary["mean"][v]
         metrics = ("extract", "extract_value", "engine_state", "engine_state_value")
         cells = " | ".join(cell(s[m]) for m in metrics)
