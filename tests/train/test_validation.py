@@ -93,3 +93,59 @@ def test_an_adapter_trained_to_collapse_is_flagged_in_its_manifest_card_and_on_l
     (adapter / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(BackendError, match=r"no fitted offsets.*decisions=read"):
         calibration("compare", adapter)
+
+
+def test_select_decisions_keeps_the_checkpoint_whose_answers_match_best(
+    tiny_model: Path, small_datasets: Path, tmp_path: Path
+) -> None:
+    """``select=decisions`` reads the answers at every evaluation and keeps the first checkpoint
+    with the best pooled exact match, through rotation (one checkpoint kept) and into the saved
+    adapter, its manifest and its card."""
+    from safetensors.torch import load_file
+
+    from memops.core.config import compose_config
+    from memops.train.recipe import train_adapter
+
+    args = [
+        "op=compare",
+        "fold=patch-guardrails",
+        "model=tiny",
+        f"model.path={tiny_model}",
+        f"datasets_dir={small_datasets}",
+        f"adapters_dir={tmp_path}",
+        "max_steps=6",
+        "eval_steps=2",
+        "save_steps=2",
+        "save_total_limit=1",
+        "select=decisions",
+        "max_eval_samples=8",
+        "report_to=none",
+        "prepare=false",
+    ]
+    train_adapter(compose_config("train", args), args)
+    adapter = tmp_path / "tiny" / "patch-guardrails" / "compare"
+    manifest = json.loads((adapter / "manifest.json").read_text())
+    curve = {int(step): acc for step, acc in manifest["checkpoint_answers"].items()}
+    assert sorted(curve) == [2, 4, 6]
+    best = max(curve.values())
+    assert manifest["selected_step"] == min(step for step, acc in curve.items() if acc == best)
+    check = manifest["validation_decisions"]
+    pooled = sum(check[s]["accuracy"] * check[s]["n"] for s in ("split", "contract"))
+    assert pooled / sum(check[s]["n"] for s in ("split", "contract")) == pytest.approx(best, abs=1e-4)
+    kept = load_file(
+        adapter / "checkpoints" / f"checkpoint-{manifest['selected_step']}" / "adapter_model.safetensors"
+    )
+    saved = load_file(adapter / "adapter_model.safetensors")
+    assert kept.keys() == saved.keys() and all((kept[k] == saved[k]).all() for k in kept)
+    assert (
+        f"| kept | step {manifest['selected_step']}, by validation answers"
+        in (adapter / "README.md").read_text()
+    )
+
+
+def test_select_decisions_needs_checkpoints_at_evaluated_steps() -> None:
+    from memops.core.config import compose_config
+
+    args = ["op=compare", "model=tiny", "select=decisions", "eval_steps=3", "save_steps=4"]
+    with pytest.raises(Exception, match=r"save_steps \(4\) must be a multiple of eval_steps \(3\)"):
+        compose_config("train", args)

@@ -90,6 +90,14 @@ def validation_lines(check: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def kept_checkpoint(manifest: dict[str, Any]) -> list[str]:
+    """The checkpoint ``select=decisions`` kept, and each evaluated step's exact match."""
+    if not manifest.get("selected_step"):
+        return []
+    curve = ", ".join(f"{step}: {acc:.2f}" for step, acc in manifest["checkpoint_answers"].items())
+    return [f"| kept | step {manifest['selected_step']}, by validation answers ({curve}) |"]
+
+
 def card_text(manifest: dict[str, Any], heldout: dict[str, Any] | None = None) -> str:
     cfg = manifest["config"]
     model, op, fold = cfg["model"], cfg["op"]["name"], cfg["fold"]
@@ -113,6 +121,7 @@ def card_text(manifest: dict[str, Any], heldout: dict[str, Any] | None = None) -
         f"| base | `{base}` (`{model['path']}`) |",
         f"| recipe | `{cfg.get('recipe')}` |",
         f"| steps | {manifest['global_step']} |",
+        *kept_checkpoint(manifest),
         f"| tokens | {manifest['tokens_seen']:,} |",
         f"| final train loss | {manifest['train_loss']:.4f} |",
         f"| final eval loss | {manifest['eval_loss']:.4f} |",

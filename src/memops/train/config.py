@@ -50,6 +50,7 @@ padding, cosine schedule with 5% warmup."""
 
 
 LM_HEADS = ("labelled", "all")
+SELECTS = ("last", "decisions")
 PACKED_ATTENTION = ("mask", "segments", "shared_prefix", "varlen")
 
 
@@ -79,6 +80,14 @@ class TrainingRun(RunConfig):
     save_steps: int = 50
     save_total_limit: int | None = 2
     """Checkpoints kept for resuming; unset keeps every one (e.g. for a learning curve)."""
+    select: str = field(default="last", metadata=TRAINS)
+    """Which checkpoint a decision adapter (compare, update) keeps: ``last``, the final step, or
+    ``decisions``, the evaluated one whose validation answers (``train/validation.py``: the
+    split and the contract suite's validation part, pooled) match the gold most often, kept by
+    the Trainer's own ``load_best_model_at_end`` on ``metric_for_best_model=decisions``. The
+    answers are then read at every evaluation, so ``save_steps`` must be a multiple of
+    ``eval_steps``. Synthetic validation loss does not see a collapse; the answers do
+    (docs/log/transfer.md). Extraction adapters keep their last step either way."""
     logging_steps: int = 5
     report_to: str = "tensorboard"
     """The Trainer's tracker (``train/tracking.py``): TensorBoard events under the adapter's
@@ -116,6 +125,12 @@ class TrainingRun(RunConfig):
         known_names("layers", list(self.layers), list(ADAPTERS))
         known_names("lm_head", [self.lm_head], list(LM_HEADS))
         known_names("packed_attention", [self.packed_attention], list(PACKED_ATTENTION))
+        known_names("select", [self.select], list(SELECTS))
+        if self.select == "decisions" and self.save_steps % self.eval_steps:
+            raise ValueError(
+                f"select=decisions keeps an evaluated checkpoint: save_steps ({self.save_steps}) must "
+                f"be a multiple of eval_steps ({self.eval_steps})"
+            )
 
 
 @dataclass

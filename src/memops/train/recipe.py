@@ -208,6 +208,8 @@ def sft_config(cfg: TrainConfig, checkpoints: Path):  # -> trl.SFTConfig
         include_num_input_tokens_seen="non_padding" if not cfg.sft.get("padding_free") else "all",
         dataset_num_proc=None,
     )
+    if cfg.select == "decisions" and cfg.op.name in DECISIONS:
+        named.update(load_best_model_at_end=True, metric_for_best_model="decisions", greater_is_better=True)
     if twice := sorted(set(cfg.sft) & set(named)):
         raise ValueError(f"sft: {twice} are set from this config's own fields; override those instead")
     known = {f.name for f in dataclasses.fields(trl.SFTConfig)}
@@ -456,23 +458,36 @@ def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str
     )
     if cfg.packed_attention == "shared_prefix":  # around the collator TRL built (and set pad tokens for)
         trainer.data_collator = SharedPrefix(trainer.data_collator)
+    reader = None
+    if cfg.select == "decisions" and cfg.op.name in DECISIONS:
+        from memops.train.selection import ReadAnswers, answers_curve
+
+        reader = ReadAnswers(cfg, trainer, tokenizer, list(eval_ds))
+        trainer.add_callback(reader)
     started = time.perf_counter()
     with (
         disk_errors(out),
         labelled_positions_only() if cfg.lm_head == "labelled" else contextlib.nullcontext(),
     ):
         result = trainer.train(resume_from_checkpoint=resume_from)
+        if reader:  # the checkpoint is chosen; a closing evaluation below reads the loss only
+            trainer.remove_callback(reader)
         evals = [e for e in trainer.state.log_history if "eval_loss" in e]
         if not evals or evals[-1]["step"] != trainer.state.global_step:
             evals.append(trainer.evaluate())
     seconds = time.perf_counter() - started
+    state = trainer.state
+    selected = state.best_global_step if reader else None
+    if selected:  # the Trainer loaded that checkpoint's adapter back; report its loss and answers
+        evals = [e for e in evals if e["step"] == selected][-1:] or evals
     decisions = None
     if cfg.op.name in DECISIONS and trainer.is_world_process_zero():
-        decisions = validation_answers(cfg, trainer, tokenizer, list(eval_ds))
+        decisions = (reader.reads.get(selected) if reader else None) or validation_answers(
+            cfg, trainer, tokenizer, list(eval_ds)
+        )
 
     if not save_adapter(trainer, tokenizer, out):  # multi-GPU: rank 0 writes the rest
         return None
-    state = trainer.state
     manifest = write_manifest(
         out,
         config=asdict(cfg),
@@ -486,6 +501,8 @@ def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str
         train_loss=result.training_loss,
         eval_loss=evals[-1]["eval_loss"],
         validation_decisions=decisions,
+        selected_step=selected,
+        checkpoint_answers=answers_curve(state.log_history) if reader else None,
         tokens_seen=int(state.num_input_tokens_seen),
         wall_seconds=round(seconds, 2),
         threads=threads,
