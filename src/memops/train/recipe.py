@@ -392,6 +392,8 @@ def validation_answers(
     trainer.log(
         {f"validation_{name}_accuracy": decisions[name]["accuracy"] for name in ("split", "contract")}
     )
+    if not trainer.is_world_process_zero():  # every rank reads (a sharded model runs in step); one says
+        return decisions
     print(f"{cfg.op.name} validation answers: {json.dumps(decisions)}", flush=True)
     if warning := collapse_warning(cfg.op.name, {"validation_decisions": decisions}):
         print(warning, file=sys.stderr, flush=True)

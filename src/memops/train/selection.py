@@ -36,7 +36,7 @@ class ReadAnswers(TrainerCallback):
     def on_evaluate(
         self, args: Any, state: Any, control: Any, metrics: dict[str, float] | None = None, **_: Any
     ):
-        if metrics is not None and self.trainer.is_world_process_zero():
+        if metrics is not None:  # on every rank: each ranks checkpoints by it, and reads run in step
             decisions = validation_answers(self.cfg, self.trainer, self.tokenizer, self.rows)
             self.reads[state.global_step] = decisions
             metrics["eval_decisions"] = pooled_accuracy(decisions)
