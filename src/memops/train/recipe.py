@@ -175,6 +175,12 @@ def autocast(precision: str) -> contextlib.AbstractContextManager[object]:
     return torch.autocast(device_type="cuda" if torch.cuda.is_available() else "cpu", dtype=torch.bfloat16)
 
 
+def selects_by_answers(cfg: TrainConfig) -> bool:
+    """Whether this adapter keeps the checkpoint its validation answers rank best (``select``):
+    a decision adapter's choice; extraction adapters keep their last step."""
+    return cfg.select == "decisions" and cfg.op.name in DECISIONS
+
+
 def sft_config(cfg: TrainConfig, checkpoints: Path):  # -> trl.SFTConfig
     """The fields this config names, then ``cfg.sft`` as it is (``RECIPE_SFT`` by default)."""
     import dataclasses
@@ -208,7 +214,7 @@ def sft_config(cfg: TrainConfig, checkpoints: Path):  # -> trl.SFTConfig
         include_num_input_tokens_seen="non_padding" if not cfg.sft.get("padding_free") else "all",
         dataset_num_proc=None,
     )
-    if cfg.select == "decisions" and cfg.op.name in DECISIONS:
+    if selects_by_answers(cfg):
         named.update(load_best_model_at_end=True, metric_for_best_model="decisions", greater_is_better=True)
     if twice := sorted(set(cfg.sft) & set(named)):
         raise ValueError(f"sft: {twice} are set from this config's own fields; override those instead")
@@ -461,7 +467,7 @@ def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str
     if cfg.packed_attention == "shared_prefix":  # around the collator TRL built (and set pad tokens for)
         trainer.data_collator = SharedPrefix(trainer.data_collator)
     reader = None
-    if cfg.select == "decisions" and cfg.op.name in DECISIONS:
+    if selects_by_answers(cfg):
         from memops.train.selection import ReadAnswers, answers_curve
 
         reader = ReadAnswers(cfg, trainer, tokenizer, list(eval_ds))
