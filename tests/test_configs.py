@@ -242,3 +242,10 @@ def test_what_an_adapter_learns_is_read_from_the_fields_marked_trains() -> None:
     assert trained_otherwise(recorded, wanted) == {"seed": (3, 0), "model.lora.r": (8, 16)}
     assert {"sft", "op.learning_rate", "model.compute_dtype"} <= set(TRAINED_WITH)
     assert not {"eval_steps", "lm_head", "packed_attention", "model.name"} & set(TRAINED_WITH)
+    # Selecting by the answers keeps an evaluated checkpoint, so there how often it evaluates counts.
+    wanted.select = recorded["select"] = "decisions"
+    assert trained_otherwise(recorded, wanted) == {
+        "seed": (3, 0),
+        "model.lora.r": (8, 16),
+        "eval_steps": (7, 50),
+    }

@@ -127,8 +127,12 @@ def test_select_decisions_keeps_the_checkpoint_whose_answers_match_best(
     manifest = json.loads((adapter / "manifest.json").read_text())
     curve = {int(step): acc for step, acc in manifest["checkpoint_answers"].items()}
     assert sorted(curve) == [2, 4, 6]
-    best = max(curve.values())
-    assert manifest["selected_step"] == min(step for step, acc in curve.items() if acc == best)
+    ranks = {
+        e["step"]: e["eval_decisions_rank"] for e in manifest["log_history"] if "eval_decisions_rank" in e
+    }
+    assert sorted(ranks) == sorted(curve) and manifest["selected_step"] == max(ranks, key=ranks.get)
+    best = curve[manifest["selected_step"]]
+    assert best == max(curve.values())  # the rank orders by exact match first
     check = manifest["validation_decisions"]
     pooled = sum(check[s]["accuracy"] * check[s]["n"] for s in ("split", "contract"))
     assert pooled / sum(check[s]["n"] for s in ("split", "contract")) == pytest.approx(best, abs=1e-4)
@@ -149,3 +153,29 @@ def test_select_decisions_needs_checkpoints_at_evaluated_steps() -> None:
     args = ["op=compare", "model=tiny", "select=decisions", "eval_steps=3", "save_steps=4"]
     with pytest.raises(Exception, match=r"save_steps \(4\) must be a multiple of eval_steps \(3\)"):
         compose_config("train", args)
+
+
+def test_checkpoints_rank_by_exact_match_then_by_how_near_the_misses_came() -> None:
+    from memops.train.selection import rank
+    from memops.train.validation import gold_probability, labels, summarize
+
+    assert gold_probability([0.0, 0.0], 1) == pytest.approx(0.5)
+    assert gold_probability([-1000.0, 0.0, -1000.0], 1) == pytest.approx(1.0)
+    names = labels("update")
+    gold = names  # four rows, one per answer
+
+    def read(right: int, near: float) -> dict:
+        """The first ``right`` rows answered right; the others give the gold ``near`` and the
+        first other answer 1.0 (so they are missed), the rest 0.0."""
+        rows = []
+        for k, g in enumerate(gold):
+            wrong = next(n for n in names if n != g)
+            top = 5.0 if k < right else near
+            rows.append([top if n == g else 1.0 if n == wrong else 0.0 for n in names])
+        return summarize("update", {"split": rows, "contract": rows}, {"split": gold, "contract": gold})
+
+    near, far = read(2, 0.9), read(2, -5.0)
+    assert near["split"]["accuracy"] == far["split"]["accuracy"] == 0.5
+    assert near["split"]["gold_probability"] > far["split"]["gold_probability"]
+    assert rank(near) > rank(far)  # a tie goes to the checkpoint nearer the gold
+    assert rank(read(3, -5.0)) > rank(near)  # one more row right outranks any nearness

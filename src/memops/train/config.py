@@ -83,11 +83,12 @@ class TrainingRun(RunConfig):
     select: str = field(default="last", metadata=TRAINS)
     """Which checkpoint a decision adapter (compare, update) keeps: ``last``, the final step, or
     ``decisions``, the evaluated one whose validation answers (``train/validation.py``: the
-    split and the contract suite's validation part, pooled) match the gold most often, kept by
-    the Trainer's own ``load_best_model_at_end`` on ``metric_for_best_model=decisions``. The
-    answers are then read at every evaluation, so ``save_steps`` must be a multiple of
-    ``eval_steps``. Synthetic validation loss does not see a collapse; the answers do
-    (docs/log/transfer.md). Extraction adapters keep their last step either way."""
+    split and the contract suite's validation part, pooled) match the gold most often, ties
+    going to the one that gives the gold answers the most probability, kept by the Trainer's own
+    ``load_best_model_at_end``. The answers are then read at every evaluation, so ``save_steps``
+    must be a multiple of ``eval_steps``, and ``eval_steps`` then decides what the adapter is.
+    Synthetic validation loss does not see a collapse; the answers do (docs/log/transfer.md).
+    Extraction adapters keep their last step either way."""
     logging_steps: int = 5
     report_to: str = "tensorboard"
     """The Trainer's tracker (``train/tracking.py``): TensorBoard events under the adapter's
@@ -183,6 +184,9 @@ def marked(cls: type, prefix: str = "") -> tuple[str, ...]:
 TRAINED_WITH = marked(TrainConfig)
 """The fields that decide what an adapter learns (``TRAINS``)."""
 
+SELECTED_WITH = ("eval_steps",)
+"""The fields that decide which checkpoint ``select=decisions`` can keep: one it evaluated."""
+
 
 def trained_otherwise(recorded: dict[str, Any], wanted: TrainConfig) -> dict[str, tuple[Any, Any]]:
     """Field -> (trained with, ``wanted``'s) for each of ``TRAINED_WITH`` where an adapter's
@@ -190,8 +194,9 @@ def trained_otherwise(recorded: dict[str, Any], wanted: TrainConfig) -> dict[str
     the manifest predates is read as its default: what the adapter was trained with then."""
     defaults = asdict(TrainConfig(op=OpConfig(name=wanted.op.name)))
     now = asdict(wanted)
+    keys = TRAINED_WITH + (SELECTED_WITH if wanted.select == "decisions" else ())
     differ = {}
-    for key in TRAINED_WITH:
+    for key in keys:
         old = _at(recorded, key, _at(defaults, key, None))
         if old != (new := _at(now, key, None)):
             differ[key] = (old, new)

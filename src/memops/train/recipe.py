@@ -215,7 +215,9 @@ def sft_config(cfg: TrainConfig, checkpoints: Path):  # -> trl.SFTConfig
         dataset_num_proc=None,
     )
     if selects_by_answers(cfg):
-        named.update(load_best_model_at_end=True, metric_for_best_model="decisions", greater_is_better=True)
+        named.update(
+            load_best_model_at_end=True, metric_for_best_model="decisions_rank", greater_is_better=True
+        )
     if twice := sorted(set(cfg.sft) & set(named)):
         raise ValueError(f"sft: {twice} are set from this config's own fields; override those instead")
     known = {f.name for f in dataclasses.fields(trl.SFTConfig)}

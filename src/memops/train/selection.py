@@ -2,9 +2,10 @@
 
 A decision adapter's synthetic validation loss keeps falling while its answers collapse onto one
 label (docs/log/transfer.md); the answers show it. With ``select=decisions`` the answers are read
-at every evaluation and the Trainer keeps the checkpoint whose answers match the gold most often,
-through its own ``load_best_model_at_end`` and ``metric_for_best_model`` (``recipe.sft_config``),
-which also keep that checkpoint through rotation and across a resume (``trainer_state.json``).
+at every evaluation and the Trainer keeps the checkpoint whose answers match the gold most often
+(ties to the one nearest the gold) through its own ``load_best_model_at_end`` and
+``metric_for_best_model`` (``recipe.sft_config``), which also keep that checkpoint through
+rotation and across a resume (``trainer_state.json``).
 """
 
 from __future__ import annotations
@@ -17,17 +18,27 @@ from memops.train.config import TrainConfig
 from memops.train.recipe import validation_answers
 
 
-def pooled_accuracy(decisions: dict[str, Any]) -> float:
-    """Exact match over every row ``check_decisions`` read, the split's and the suite's alike."""
+def pooled(decisions: dict[str, Any], key: str = "accuracy") -> float:
+    """A per-row mean over every row ``check_decisions`` read, the split's and the suite's alike."""
     sets = [decisions[name] for name in ("split", "contract")]
-    return sum(s["accuracy"] * s["n"] for s in sets) / max(1, sum(s["n"] for s in sets))
+    return sum(s[key] * s["n"] for s in sets) / max(1, sum(s["n"] for s in sets))
+
+
+def rank(decisions: dict[str, Any]) -> float:
+    """What checkpoints are ranked by: the pooled exact match, ties broken by the gold answers'
+    mean probability. That term is below 1 / (n + 1), under one row's worth of exact match, so
+    it orders only checkpoints that answer alike often; without it a tie keeps the earlier step
+    (the Trainer's comparison is strict), often one still on the label-mix plateau."""
+    n = sum(decisions[name]["n"] for name in ("split", "contract"))
+    return pooled(decisions) + pooled(decisions, "gold_probability") / (n + 1)
 
 
 class ReadAnswers(TrainerCallback):
     """At every evaluation, the adapter's validation answers (``recipe.validation_answers``: logged,
-    and warned about where they collapse) and their pooled exact match, logged and added to the
-    evaluation's metrics as ``eval_decisions``, which the Trainer ranks checkpoints by once the
-    callbacks have seen the metrics. ``reads`` keeps each step's answers for the manifest."""
+    and warned about where they collapse), their pooled exact match, logged as ``eval_decisions``,
+    and their ``rank``, added to the evaluation's metrics as ``eval_decisions_rank``, which the
+    Trainer ranks checkpoints by once the callbacks have seen the metrics. ``reads`` keeps each
+    step's answers for the manifest."""
 
     def __init__(self, cfg: TrainConfig, trainer: Any, tokenizer: Any, rows: list[dict[str, Any]]) -> None:
         self.cfg, self.trainer, self.tokenizer, self.rows = cfg, trainer, tokenizer, rows
@@ -39,8 +50,11 @@ class ReadAnswers(TrainerCallback):
         if metrics is not None:  # on every rank: each ranks checkpoints by it, and reads run in step
             decisions = validation_answers(self.cfg, self.trainer, self.tokenizer, self.rows)
             self.reads[state.global_step] = decisions
-            metrics["eval_decisions"] = pooled_accuracy(decisions)
-            self.trainer.log({"eval_decisions": metrics["eval_decisions"]})  # kept across a resume
+            metrics["eval_decisions"] = pooled(decisions)
+            metrics["eval_decisions_rank"] = rank(decisions)
+            self.trainer.log(
+                {k: metrics[k] for k in ("eval_decisions", "eval_decisions_rank")}
+            )  # kept across a resume
         return control
 
 

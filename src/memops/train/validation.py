@@ -12,6 +12,7 @@ The same reads fit the offsets that ``decisions=calibrated`` applies (``operator
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -108,7 +109,8 @@ def check_decisions(
 
 
 def summarize(op: str, read: dict[str, list[list[float]]], gold: dict[str, list[str]]) -> dict[str, Any]:
-    """Per set, the exact match and label mix of the adapter's own answers and of its answers
+    """Per set, the exact match, the gold answers' mean probability among the allowed answers, and
+    the label mix of the adapter's own answers and of its answers
     under offsets fitted on the other half of the rows (``offsets.cross_fitted``); over both
     sets, the collapse flag, the labels dropped, and the offsets fitted on every row, which
     ``decisions=calibrated`` applies."""
@@ -124,6 +126,8 @@ def summarize(op: str, read: dict[str, list[list[float]]], gold: dict[str, list[
         out[name] = {
             "n": len(rows),
             "accuracy": exact(answers, gold[name]),
+            "gold_probability": sum(map(gold_probability, rows, [names.index(g) for g in gold[name]]))
+            / max(1, len(rows)),
             "answers": dict(Counter(answers).most_common()),
             "gold": dict(Counter(gold[name]).most_common()),
             "calibrated_accuracy": exact(shifted, gold[name]),
@@ -135,6 +139,12 @@ def summarize(op: str, read: dict[str, list[list[float]]], gold: dict[str, list[
     out["dropped"] = dropped(answers_all, gold_all)
     out["offsets"] = fit(names, [lp for lp, _ in every], [g for _, g in every]).to_json()
     return out
+
+
+def gold_probability(logprobs: Sequence[float], gold: int) -> float:
+    """The gold answer's probability among the allowed answers: how near a miss came."""
+    top = max(logprobs)
+    return math.exp(logprobs[gold] - top) / sum(math.exp(lp - top) for lp in logprobs)
 
 
 def exact(answers: Sequence[str], gold: Sequence[str]) -> float:
