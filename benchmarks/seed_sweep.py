@@ -14,7 +14,8 @@ Prints per seed and as mean ± standard deviation over seeds: compare and update
 the held-out trajectories, the engine's final-state keys with gold extraction and the learned
 decisions, the contract suite overall and its weakest region, each adapter's validation answers
 read as they are and under offsets fitted on the other half of the rows (``calibrated``), and
-what the collapse guard flagged (an adapter collapsed onto one label, labels an adapter dropped). Writes
+what the collapse guard flagged (an adapter collapsed onto one label, labels an adapter dropped),
+and under ``select=decisions`` the checkpoint each adapter kept. Writes
 ``<root>/<config>/seeds.json`` and ``seeds.png`` (``seeds-<tag>.*`` with ``--tag``).
 """
 
@@ -32,6 +33,7 @@ from typing import Any
 
 from memops.core.layout import ADAPTER_MANIFEST, OUTPUTS
 from memops.operators.registry import DECISIONS
+from memops.train.selection import pooled
 from memops.train.validation import dropped
 
 COLUMNS = ("compare", "update", "engine keys", "contract compare", "contract update")
@@ -82,14 +84,15 @@ def figures(run: Path, adapters: Path) -> dict[str, Any]:
             row[f"contract {op} regions"] = {k: v["mean"] for k, v in suite["regions"].items()}
     flags, lost = {}, {}
     for manifest in sorted(adapters.rglob(ADAPTER_MANIFEST)):
-        check = json.loads(manifest.read_text()).get("validation_decisions")
+        recorded = json.loads(manifest.read_text())
+        check = recorded.get("validation_decisions")
         if check and manifest.parent.name in DECISIONS:
             flags[manifest.parent.name] = check["collapsed"]
             for key, column in (("accuracy", "validation"), ("calibrated_accuracy", "calibrated")):
-                if key in check["contract"]:  # pooled over the split and the suite's validation part
-                    parts = [check[part] for part in ("split", "contract")]
-                    hits = sum(p[key] * p["n"] for p in parts)
-                    row[f"{column} {manifest.parent.name}"] = hits / sum(p["n"] for p in parts)
+                if key in check["contract"]:
+                    row[f"{column} {manifest.parent.name}"] = pooled(check, key)
+            if step := recorded.get("selected_step"):
+                row[f"kept {manifest.parent.name}"] = step  # select=decisions: the checkpoint kept
             if "dropped" in check:
                 lost[manifest.parent.name] = check["dropped"]
             else:  # a manifest from before the guard listed them: read from its label mixes
@@ -156,7 +159,11 @@ def main() -> None:
     print(f"{'seed':<6}" + "".join(f"{c:>20}" for c in COLUMNS) + "   collapsed; dropped")
     for seed, row in rows.items():
         cells = "".join(f"{row[c]:>20.2f}" if row.get(c) is not None else f"{'n/a':>20}" for c in COLUMNS)
-        print(f"{seed:<6}{cells}   {row['collapsed']}; {row['dropped']}")
+        kept = [f"{op} step {row[f'kept {op}']}" for op in DECISIONS if f"kept {op}" in row]
+        print(
+            f"{seed:<6}{cells}   {row['collapsed']}; {row['dropped']}"
+            + (f"; kept {', '.join(kept)}" if kept else "")
+        )
     print("mean ± sd:")
     for column in (*COLUMNS, *VALIDATION):
         print(f"  {column:<22} {spread([row.get(column) for row in rows.values()])}")
