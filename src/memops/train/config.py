@@ -189,9 +189,10 @@ SELECTED_WITH = ("eval_steps",)
 
 
 def trained_otherwise(recorded: dict[str, Any], wanted: TrainConfig) -> dict[str, tuple[Any, Any]]:
-    """Field -> (trained with, ``wanted``'s) for each of ``TRAINED_WITH`` where an adapter's
-    manifest config (``recorded``) differs from the config this run would train it with. A field
-    the manifest predates is read as its default: what the adapter was trained with then."""
+    """Field -> (trained with, ``wanted``'s) for each of ``TRAINED_WITH`` (and under
+    ``select=decisions`` of ``SELECTED_WITH``) where an adapter's manifest config (``recorded``)
+    differs from the config this run would train it with. A field the manifest predates is read
+    as its default: what the adapter was trained with then."""
     defaults = asdict(TrainConfig(op=OpConfig(name=wanted.op.name)))
     now = asdict(wanted)
     keys = TRAINED_WITH + (SELECTED_WITH if wanted.select == "decisions" else ())

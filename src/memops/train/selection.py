@@ -50,11 +50,9 @@ class ReadAnswers(TrainerCallback):
         if metrics is not None:  # on every rank: each ranks checkpoints by it, and reads run in step
             decisions = validation_answers(self.cfg, self.trainer, self.tokenizer, self.rows)
             self.reads[state.global_step] = decisions
-            metrics["eval_decisions"] = pooled(decisions)
-            metrics["eval_decisions_rank"] = rank(decisions)
-            self.trainer.log(
-                {k: metrics[k] for k in ("eval_decisions", "eval_decisions_rank")}
-            )  # kept across a resume
+            read = {"eval_decisions": pooled(decisions), "eval_decisions_rank": rank(decisions)}
+            metrics.update(read)
+            self.trainer.log(read)  # in the log history, so a resumed run keeps the early steps
         return control
 
 

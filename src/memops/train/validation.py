@@ -110,10 +110,9 @@ def check_decisions(
 
 def summarize(op: str, read: dict[str, list[list[float]]], gold: dict[str, list[str]]) -> dict[str, Any]:
     """Per set, the exact match, the gold answers' mean probability among the allowed answers, and
-    the label mix of the adapter's own answers and of its answers
-    under offsets fitted on the other half of the rows (``offsets.cross_fitted``); over both
-    sets, the collapse flag, the labels dropped, and the offsets fitted on every row, which
-    ``decisions=calibrated`` applies."""
+    the label mix of the adapter's own answers and of its answers under offsets fitted on the
+    other half of the rows (``offsets.cross_fitted``); over both sets, the collapse flag, the
+    labels dropped, and the offsets fitted on every row, which ``decisions=calibrated`` applies."""
     names = labels(op)
     out: dict[str, Any] = {}
     answers_all: Counter[str] = Counter()
