@@ -10,9 +10,9 @@ list; a rerun reads only new commits), then reads the truth at the branch's tip 
 own readers (``data.facts`` through the catalog's ``read_from``: the values ``memops mine`` would
 write). Per slot: right (the memory's value on main/production, in its type's one spelling, is
 the files' value), wrong, missed (the files state it, the memory holds nothing), and values of
-another type (none can be, with typed slots). With ``--since``, the facts are read at the last
-commit before the window too: a fact the commits read did not change was never theirs to state,
-and the verdicts are counted over the changed facts apart (``changed``). Tables per repository
+another type (none can be, with typed slots). With ``--since``, the facts are read where the
+window starts too (the files ``memops track`` reads first): the verdicts over the facts the
+commits in the window changed are counted apart (``changed``). Tables per repository
 and in all are printed and written to ``<out>/track.json``.
 """
 
@@ -28,6 +28,7 @@ from pathlib import Path
 
 from memops.data.catalog import load_catalog, load_read_from
 from memops.data.mine import Blobs, facts_at, files_at
+from memops.track.git import start
 
 CATALOG = "python-project"
 VERDICTS = ("right", "wrong", "missed", "no fact")
@@ -36,12 +37,6 @@ VERDICTS = ("right", "wrong", "missed", "no fact")
 def tip(repo: Path, branch: str) -> str:
     argv = ["git", "-C", str(repo), "rev-parse", "--verify", "--end-of-options", branch]
     return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.strip()
-
-
-def before(repo: Path, branch: str, since: str) -> str | None:
-    """The last commit of ``branch`` that landed before ``since`` (None: the window holds all)."""
-    argv = ["git", "-C", str(repo), "rev-list", "-1", f"--before={since}", "--end-of-options", branch]
-    return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.strip() or None
 
 
 def truth(repo: Path, commit: str) -> dict[str, str]:
@@ -118,8 +113,9 @@ def main() -> None:
             k["key"]: k["value"] for k in state["keys"] if (k["branch"], k["env"]) == ("main", "production")
         }
         at = tip(repo, args.branch)
-        start = before(repo, args.branch, args.since) if args.since else None
-        rows = verdicts(truth(repo, at), held, truth(repo, start) if start else None)
+        # The facts where the window starts, which memops track reads first (track.git.start).
+        base = start(repo, args.branch, args.since, load_read_from(CATALOG)[1]) if args.since else None
+        rows = verdicts(truth(repo, at), held, truth(repo, base.sha) if base else None)
         count = Counter(r["verdict"] for r in rows)
         total.update(count)
         changed.update(r["verdict"] for r in rows if r["changed"])

@@ -237,6 +237,18 @@ def test_a_dependencys_bound_and_a_stray_number_are_proposed_for_no_slot() -> No
     assert found["lint.line_length"] == ["120", "99"]
 
 
+def test_a_licence_is_proposed_from_a_licence_file_or_a_line_that_names_one() -> None:
+    """``psf`` in a pre-commit hook's URL named the PSF licence for cookiecutter's files; a
+    licence file's own lines and a ``license =`` key still state one."""
+    text = (
+        "Changed lines: .pre-commit-config.yaml: +- repo: https://github.com/psf/black-pre-commit-mirror"
+        " | LICENSE: +MIT | setup.py: +license='Apache 2.0',"
+    )
+    assert proposals(NOTE.model_copy(update={"text": text}), CATALOG) == {
+        "project.license": ["MIT", "Apache-2.0"]
+    }
+
+
 def test_a_tools_config_file_is_proposed_only_with_a_line_that_names_a_tool() -> None:
     """A line of ``tox.ini`` that names no test runner says nothing of the runner: the file's
     name counts only beside a tool its line names (``mypy`` here is a type checker)."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from memops.data.catalog import slots_read
+from memops.track.git import start
 from tests.conftest import ROOT
 from tests.data.test_export import git
 
@@ -48,10 +50,11 @@ def test_a_window_counts_apart_the_facts_its_commits_set(tmp_path: Path) -> None
     git(repo, "commit", "-q", "-m", "Package", date="2024-03-01T10:00:00+01:00")
     (repo / "pyproject.toml").write_text('[project]\nrequires-python = ">=3.9"\nlicense = "MIT"\n')
     git(repo, "commit", "-q", "-am", "Drop 3.8", date="2024-06-01T10:00:00+01:00")
-    start = bench_track.before(repo, "HEAD", "2024-05-01")
-    assert start is not None and bench_track.before(repo, "HEAD", "2024-01-01") is None
+    read_from = slots_read("python-project")
+    base = start(repo, "HEAD", "2024-05-01", read_from)
+    assert base is not None and start(repo, "HEAD", "2024-01-01", read_from) is None
     rows = bench_track.verdicts(
-        bench_track.truth(repo, bench_track.tip(repo, "HEAD")), {}, bench_track.truth(repo, start)
+        bench_track.truth(repo, bench_track.tip(repo, "HEAD")), {}, bench_track.truth(repo, base.sha)
     )
     changed = {r["slot"]: r["changed"] for r in rows if r["fact"]}
     assert changed == {"python.supported_versions": True, "project.license": False}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from memops.core.locks import exclusive
-from memops.core.records import added_lines
+from memops.core.records import Note, added_lines
 from memops.data.export import ExportError
 from memops.track.git import commits
 from memops.track.memory import ProjectMemory
@@ -334,3 +334,55 @@ def test_a_commit_that_changes_a_file_a_slot_reads_is_noted_with_its_changed_lin
     own = tmp_path / "slots.yaml"
     own.write_text("- {entity: build, slot: backend, description: the build backend}\n")
     assert slots_read(own) == [] and note(repo, found[5], slots_read(own)) == found[5].text
+
+
+def test_a_memory_that_starts_later_starts_from_the_files_as_they_stood(tmp_path: Path) -> None:
+    """With ``--since`` a fact set before the window was never read: platformdirs, keyring and
+    cookiecutter held nothing of 12 facts their files state. The start is the commit the branch
+    stood at, noted as if it created the files a slot reads, so what they state is proposed."""
+    from memops.data.catalog import load_catalog, slots_read
+    from memops.data.mine import EMPTY_TREE
+    from memops.operators.learned import proposals
+    from memops.track.git import note, start
+
+    repo = tmp_path / "lib"
+    make_repo(repo)
+    read_from, catalog = slots_read("python-project"), load_catalog("python-project")
+    base = start(repo, "HEAD", "2024-03-06T00:00:00+01:00", read_from)
+    assert base is not None and base.sha == git(repo, "rev-parse", "HEAD~7").strip()  # day 5's
+    assert base.at == "2024-03-05T10:00:00+01:00"
+    assert set(base.files) == {
+        "pyproject.toml",
+        "tox.ini",
+        ".github/workflows/ci.yml",
+        "LICENSE",
+        ".pre-commit-config.yaml",
+    }
+    text = note(repo, base, read_from, catalog, parent=EMPTY_TREE)
+    said = Note(id="start", at=base.at, commit=base.sha, title=base.subject, text=text)
+    assert proposals(said, catalog) == {
+        "python.supported_versions": [">=3.8"],
+        "tests.runner": ["tox"],
+        "lint.linter": ["flake8"],
+        "project.license": ["MIT"],
+    }
+    assert start(repo, "HEAD", "2024-03-01T00:00:00+01:00", read_from) is None  # nothing before
+    assert start(repo, "HEAD", "2024-03-06T00:00:00+01:00", []) is None  # no slot says where
+
+
+def test_track_since_reads_the_start_once_then_the_window(
+    trained_adapters: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    repo, work = tmp_path / "mylib", tmp_path / "work"
+    make_repo(repo)
+    work.mkdir()
+    since = ("--since", "2024-03-06T00:00:00+01:00")
+    first = track(work, repo, trained_adapters, tiny_model, *since)
+    assert first.returncode == 0, first.stderr
+    base = git(repo, "rev-parse", "HEAD~7").strip()
+    assert f"7 commits on HEAD, 8 new (from the files at {base[:9]}, 2024-03-05)" in first.stdout
+    (out,) = (work / "outputs" / "track").glob("mylib-*")
+    seen = json.loads((out / "memory.json").read_text())["seen"]
+    assert seen == git(repo, "rev-list", "--reverse", "HEAD").split()[4:]  # the start, then the window
+    again = track(work, repo, trained_adapters, tiny_model, *since)
+    assert again.returncode == 0 and "7 commits on HEAD, 0 new\n" in again.stdout, again.stderr

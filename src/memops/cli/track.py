@@ -1,7 +1,8 @@
 """The memory of a git repository nobody annotated: memops track <repository> --catalog <yaml>
 
 Each commit of the branch becomes a note (subject, body, touched files, when it landed); learned
-extraction reads it against the slot catalog and the engine writes what it says. The memory is
+extraction reads it against the slot catalog and the engine writes what it says. A memory that
+starts at ``--since`` first reads the files as they stood then (``track.git.start``). The memory is
 an SQLite store, ``<out>/memory.db`` (default ``outputs/track/<repository name>-<its root
 commit>/``), each commit written in one transaction as it is read, so an interrupted run resumes,
 and a second run reads only the commits it has not seen; one run at a time holds the folder. Each
@@ -32,14 +33,15 @@ from tqdm import tqdm
 from memops.core.files import write_atomic
 from memops.core.layout import OUTPUTS, adapters_path
 from memops.core.locks import Busy, exclusive
-from memops.data.catalog import slots_read
+from memops.data.catalog import load_catalog, slots_read
 from memops.data.export import ExportError
+from memops.data.mine import EMPTY_TREE
 from memops.data.problems import DataError
 from memops.memory import StateMemory
 from memops.operators.backends import BackendError
 from memops.operators.backends.endpoint import add_endpoint_arguments
 from memops.operators.learned import EXTRACT_MODES
-from memops.track.git import SINCE_HELP, check_revision, commits, identity, moment, note, on_branch
+from memops.track.git import SINCE_HELP, check_revision, commits, identity, moment, note, on_branch, start
 from memops.track.memory import InputError, ProjectMemory
 from memops.track.opening import open_memory, open_store
 from memops.track.store import Store
@@ -142,7 +144,7 @@ def follow(args: argparse.Namespace, repo: Path, out: Path, adapters: Path) -> t
     """Read the commits the stored memory has not, each written as it is read, then write the
     state files and the memory's JSON export."""
     history = commits(repo, args.branch, args.since, args.until)
-    read_from = slots_read(args.catalog)
+    read_from, catalog = slots_read(args.catalog), load_catalog(args.catalog)
     store = kept_store(out, args.reset)
     kept = ProjectMemory(engine=args.engine, store=store)  # answers when nothing is new
     seen = kept.seen
@@ -155,7 +157,12 @@ def follow(args: argparse.Namespace, repo: Path, out: Path, adapters: Path) -> t
             )
     read = set(seen)
     new = [c for c in history if c.sha not in read]
-    print(f"{repo.name}: {len(history)} commits on {args.branch}, {len(new)} new", flush=True)
+    # A memory that starts at --since first reads the files as they stood then, once.
+    base = start(repo, args.branch, args.since, read_from) if args.since and not seen and new else None
+    if base is not None:
+        new.insert(0, base)
+    began = f" (from the files at {base.sha[:9]}, {base.at[:10]})" if base else ""
+    print(f"{repo.name}: {len(history)} commits on {args.branch}, {len(new)} new{began}", flush=True)
     # Nothing to read: the stored memory answers without its operators, and no model loads.
     opened = (
         nullcontext(kept)
@@ -179,7 +186,8 @@ def follow(args: argparse.Namespace, repo: Path, out: Path, adapters: Path) -> t
     with opened as memory:
         for commit in tqdm(new, desc="commits", unit="commit", disable=not sys.stderr.isatty()):
             try:
-                text = note(repo, commit, read_from)
+                parent = EMPTY_TREE if commit is base else None
+                text = note(repo, commit, read_from, catalog, parent=parent)
                 result = memory.add_note(
                     text, commit.at, title=commit.subject, commit=commit.sha, files=commit.files
                 )

@@ -244,6 +244,11 @@ class ValueType(BaseModel):
         spellings = sorted(self._spellings, key=len, reverse=True)
         return re.compile(rf"(?<![\w.-])(?:{'|'.join(map(re.escape, spellings))})(?![\w-])", re.IGNORECASE)
 
+    def spellings(self) -> tuple[str, ...]:
+        """Every spelling of ``names`` (a ``choice`` or ``tools`` slot's): the words that mark a
+        line stating one of its values."""
+        return tuple(self._spellings)
+
     def grammar(self) -> str | None:
         """The anchored regular expression a value of this type matches; None for free text."""
         if self.kind == "text":
@@ -324,19 +329,24 @@ def states(value: ValueType, text: str) -> bool:
 
 
 _PYTHON_KEY = re.compile(r"requires[-_]python|python[-_]requires|^\W*python\W*[=:]", re.IGNORECASE)
+_LICENCE = re.compile(r"licen[cs]e|copying", re.IGNORECASE)
 
 
-def line_states(value: ValueType, slot: str, line: str) -> bool:
-    """Whether a line of a project's file can state ``slot``'s value. A version specifier is the
-    Python versions only on the line of the key that sets them (``requires-python``,
-    ``python_requires``, Poetry's ``python =``); elsewhere it bounds a dependency
-    (``python-dateutil>=2.6``). A bare number states an integer slot only on a line that names
-    the slot (``max-line-length = 100`` for ``line_length``); elsewhere it is a year, a count, a
-    port. A value of any other kind is its own cue."""
+def line_states(value: ValueType, slot: str, path: str, line: str) -> bool:
+    """Whether a line of a project's file ``path`` can state ``slot``'s value. A version
+    specifier is the Python versions only on the line of the key that sets them
+    (``requires-python``, ``python_requires``, Poetry's ``python =``); elsewhere it bounds a
+    dependency (``python-dateutil>=2.6``). A bare number states an integer slot only on a line
+    that names the slot (``max-line-length = 100`` for ``line_length``); elsewhere it is a year,
+    a count, a port. A licence is stated in a licence file or on a line that names one
+    (``license = "MIT"``, a ``License ::`` classifier); elsewhere ``psf`` is a URL's owner. A
+    value of any other kind is its own cue."""
     if value.kind == "python-specifier":
         return _PYTHON_KEY.search(line) is not None
     if value.kind == "integer":
         return re.search(r"[-_ ]?".join(map(re.escape, slot.split("_"))), line, re.IGNORECASE) is not None
+    if value.kind == "spdx":
+        return _LICENCE.search(path.rsplit("/", 1)[-1]) is not None or _LICENCE.search(line) is not None
     return True
 
 
@@ -345,7 +355,7 @@ def change_says(value: ValueType, slot: str, path: str, line: str) -> str:
     line cannot state it (:func:`line_states`); for a list of tools, a line that names one also
     names the tool its file configures (``commands = pytest`` in ``tox.ini``: pytest, run by
     tox); else the line."""
-    if not line_states(value, slot, line):
+    if not line_states(value, slot, path, line):
         return ""
     if value.kind == "tools" and value._mentions.search(line):
         return f"{path}\n{line}"

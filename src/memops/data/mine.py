@@ -176,14 +176,19 @@ def excerpt(lines: list[tuple[str, str]], marks: list[str], keywords: Iterable[s
 
 
 def changed_summary(
-    repo: Path, commit: str, files: Sequence[str], slots: Iterable[tuple[ReadFrom, Iterable[str]]]
+    repo: Path,
+    commit: str,
+    files: Sequence[str],
+    slots: Iterable[tuple[ReadFrom, Iterable[str]]],
+    parent: str | None = None,
 ) -> str:
     """A commit's note summary, ``Changed lines: ...``: for each slot (where it is read, and the
     words that mark its lines: the changed value's, or none), the :func:`excerpt` of the lines
     the commit changed in the files it reads; ``Changed files: ...`` where there are none. Mined
-    notes mark the gold change's words, ``memops track`` has no gold and marks none. The parent
-    is asked of git only where a slot's files changed."""
-    parent: str | None = None
+    notes mark the gold change's words; ``memops track`` has no gold and marks the names of the
+    slot's type (``track.git.note``). The parent
+    (``EMPTY_TREE``: every line of the files, as added) is asked of git only where a slot's files
+    changed."""
     lines: list[str] = []
     for source, marks in slots:
         paths = [p for p in files if source.reads(p)]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from memops.core.records import Catalog
 from memops.data.catalog import ReadFrom
 from memops.data.export import ExportError, git
 from memops.data.mine import changed_summary
@@ -64,15 +65,43 @@ class Commit:
         return f"{self.subject}\n\n{self.body}".strip()
 
 
-def note(repo: Path, commit: Commit, read_from: list[ReadFrom]) -> str:
+def note(
+    repo: Path,
+    commit: Commit,
+    read_from: list[ReadFrom],
+    catalog: Catalog | None = None,
+    parent: str | None = None,
+) -> str:
     """The note the extractor reads for ``commit``, in the mined benchmark's form: its subject, the
-    lines it changed in the files a catalog slot is read from (by each slot's keywords: there is
-    no gold to point at them), or ``Changed files: ...`` where it changed none of them, the files
-    it touched and its message. A catalog that says where no slot is read from gets the subject
-    and body: nothing tells which of its lines could state a value."""
+    lines it changed in the files a catalog slot is read from, or ``Changed files: ...`` where it
+    changed none of them, the files it touched and its message. There is no gold to point at a
+    slot's lines: those that name one of its ``catalog`` type's names come first (``- id:
+    ruff-format`` among a pre-commit file's hooks), then those holding its reader's keywords. A
+    catalog that says where no slot is read from gets the subject and body: nothing tells which
+    of its lines could state a value. ``parent``: what the commit is compared with (default its
+    first parent)."""
     if not read_from:
         return commit.text
-    return note_text(commit, changed_summary(repo, commit.sha, commit.files, [(s, ()) for s in read_from]))
+    slots = [(s, catalog.value_type(s.pair).spellings() if catalog else ()) for s in read_from]
+    return note_text(commit, changed_summary(repo, commit.sha, commit.files, slots, parent=parent))
+
+
+def start(repo: Path, branch: str, since: str, read_from: list[ReadFrom]) -> Commit | None:
+    """Where a memory that starts at ``since`` starts from: the commit ``branch`` stood at then
+    (the last of its first-parent line that landed before ``since``), holding the files a catalog
+    slot is read from. Its note, :func:`note` against ``EMPTY_TREE``, states every line of them
+    as added, so a fact set before the window is read as a commit that creates the files would
+    state it. None where no commit landed before ``since`` or the catalog says where no slot is
+    read from."""
+    check_revision(branch)
+    before = ["rev-list", "-1", "--first-parent", f"--before={since}", "--end-of-options", branch, "--"]
+    sha = git(repo, *before).strip()
+    if not sha or not read_from:
+        return None
+    at = git(repo, "show", "-s", "--format=%cI", "--end-of-options", sha, "--").strip()
+    listed = git(repo, "ls-tree", "-r", "--name-only", "--end-of-options", sha).splitlines()
+    files = tuple(p for p in listed if any(s.reads(p) for s in read_from))
+    return Commit(sha, at, f"The project's files as they stood on {at[:10]}", "", files)
 
 
 def check_revision(branch: str) -> None:
