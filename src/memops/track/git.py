@@ -94,11 +94,13 @@ def start(repo: Path, branch: str, since: str, read_from: list[ReadFrom]) -> Com
     state it. None where no commit landed before ``since`` or the catalog says where no slot is
     read from."""
     check_revision(branch)
-    before = ["rev-list", "-1", "--first-parent", f"--before={since}", "--end-of-options", branch, "--"]
-    sha = git(repo, *before).strip()
-    if not sha or not read_from:
+    if not read_from:
         return None
-    at = git(repo, "show", "-s", "--format=%cI", "--end-of-options", sha, "--").strip()
+    before = ["log", "-1", "--first-parent", f"--before={since}", "--format=%H %cI"]
+    found = git(repo, *before, "--end-of-options", branch, "--").split()
+    if not found:
+        return None
+    sha, at = found
     listed = git(repo, "ls-tree", "-r", "--name-only", "--end-of-options", sha).splitlines()
     files = tuple(p for p in listed if any(s.reads(p) for s in read_from))
     return Commit(sha, at, f"The project's files as they stood on {at[:10]}", "", files)
