@@ -14,7 +14,7 @@ from memops.core.records import added_lines
 from memops.core.sources import Sources
 from memops.core.values import candidates
 from memops.data.catalog import load_read_from
-from memops.data.mine import MineError, Miner, mine
+from memops.data.mine import MineError, Miner, excerpt, mine
 from memops.data.problems import DataError
 from memops.data.trajectory import load_trajectory
 from tests.data.test_export import git
@@ -463,3 +463,13 @@ def test_a_mined_note_reads_back_the_lines_its_commit_added(repo: Path, tmp_path
     assert len(candidates(versions, drop.text)) == 2  # the old value, on its removed line
     assert added_lines("Drop Python 3.8\n\nChanged files: setup.cfg") == []
     assert added_lines("Drop Python 3.8\n\nTouched files: setup.cfg.") is None  # says nothing of lines
+
+
+def test_a_spread_excerpt_takes_a_slots_lines_a_file_at_a_time() -> None:
+    """keyring's ``pytest.ini`` holds four lines naming pytest before ``tox.ini`` names it: an
+    excerpt in diff order shows that pytest is run by tox only when spread over the files."""
+    lines = [("pytest.ini", f"+pytest option {i}") for i in range(4)] + [("tox.ini", "+pytest {posargs}")]
+    marks = ["pytest", "tox"]
+    assert "tox.ini: +pytest {posargs}" not in excerpt(lines, marks, ())
+    spread = excerpt(lines, marks, (), spread=True)
+    assert spread == [*(f"pytest.ini: +pytest option {i}" for i in range(3)), "tox.ini: +pytest {posargs}"]

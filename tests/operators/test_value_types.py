@@ -68,6 +68,12 @@ def test_every_mined_gold_value_is_already_in_its_types_one_spelling() -> None:
         ("lint.line_length", "088", "88"),
         ("tests.coverage_threshold", "98.50", "98.5%"),
         ("docs.builder", "Sphinx  (furo theme)", "Sphinx (furo theme)"),
+        ("docs.builder", "sphinx, mkdocs (material theme)", "MkDocs (material theme), Sphinx"),
+        (
+            "ci.platforms",
+            "Travis CI; github actions on windows, ubuntu",
+            "GitHub Actions on Linux, Windows; Travis CI",
+        ),
     ],
 )
 def test_a_respelling_is_normalised_to_the_one_spelling(pair: str, written: str, canonical: str) -> None:
@@ -82,8 +88,9 @@ def test_a_respelling_is_normalised_to_the_one_spelling(pair: str, written: str,
         ("tests.runner", "deferred annotations"),
         ("lint.line_length", "the line length"),
         ("build.backend", "a custom backend"),
-        ("docs.builder", "Sphinx, Sphinx"),  # the reader lists each builder once, sorted
-        ("docs.builder", "Sphinx, MkDocs"),
+        ("docs.builder", "Sphinx, Sphinx"),  # the reader lists each builder once
+        ("docs.builder", "Sphinx (furo)"),
+        ("ci.platforms", "Travis CI on Linux"),  # systems are GitHub Actions' runners'
     ],
 )
 def test_a_phrase_is_no_value_of_a_typed_slot(pair: str, phrase: str) -> None:
@@ -186,7 +193,7 @@ def test_a_note_states_a_worded_slot_only_with_a_value_of_its_type() -> None:
     assert states(CATALOG.value_type("python.supported_versions"), said)
     assert not states(CATALOG.value_type("project.license"), said)  # no licence id in the note
     assert not states(CATALOG.value_type("typing.checker"), said)
-    assert states(CATALOG.value_type("ci.platforms"), said)  # a pattern: a summary, not a span
+    assert states(CATALOG.value_type("ci.platforms"), said)  # a summary of the files, not a span
     assert states(TEXT, "")
 
 
@@ -247,6 +254,39 @@ def test_a_licence_is_proposed_from_a_licence_file_or_a_line_that_names_one() ->
     assert proposals(NOTE.model_copy(update={"text": text}), CATALOG) == {
         "project.license": ["MIT", "Apache-2.0"]
     }
+
+
+def test_a_docs_site_is_proposed_with_the_theme_a_line_sets() -> None:
+    """The theme a line of ``conf.py`` or ``mkdocs.yml`` sets names the site (Sphinx and furo
+    on platformdirs' files were proposed as ``Sphinx`` before); a line that adds a Sphinx
+    extension names no builder, and a builder named as a word is proposed where no theme is."""
+    sphinx = (
+        'Changed lines: docs/conf.py: +"""Configuration for Sphinx.""" | docs/conf.py: +"sphinx.ext.autodoc",'
+        ' | docs/conf.py: +html_theme = "furo"'
+    )
+    mkdocs = "Changed lines: mkdocs.yml: +theme: | mkdocs.yml: +name: material"
+    extension = 'Changed lines: docs/conf.py: +"sphinx.ext.viewcode",'
+    plain = 'Changed lines: docs/conf.py: +"""Configuration for Sphinx."""'
+    notes = [NOTE.model_copy(update={"text": t}) for t in (sphinx, mkdocs, extension, plain)]
+    assert [(proposals(n, CATALOG) or {}).get("docs.builder") for n in notes] == [
+        ["Sphinx (furo theme)"],
+        ["MkDocs (material theme)"],
+        None,
+        ["Sphinx"],
+    ]
+
+
+def test_ci_platforms_are_proposed_from_the_systems_a_line_puts_a_runner_on() -> None:
+    """A runner's label or an ``os`` line names a system; a workflow's other lines (an action, a
+    check of ``runner.os``) name none, and a CI service's own file names the service."""
+    text = (
+        "Changed lines: .github/workflows/ci.yml: +- ubuntu-24.04 | .github/workflows/ci.yml: +os: [macos]"
+        " | .github/workflows/ci.yml: +if: runner.os == 'Windows' | .travis.yml: +language: python"
+    )
+    quiet = "Changed lines: .github/workflows/ci.yml: +uses: actions/checkout@v4"
+    found = [proposals(NOTE.model_copy(update={"text": t}), CATALOG) or {} for t in (text, quiet)]
+    assert found[0]["ci.platforms"] == ["GitHub Actions on Linux, macOS; Travis CI"]
+    assert "ci.platforms" not in found[1]
 
 
 def test_a_tools_config_file_is_proposed_only_with_a_line_that_names_a_tool() -> None:

@@ -386,3 +386,45 @@ def test_track_since_reads_the_start_once_then_the_window(
     assert seen == git(repo, "rev-list", "--reverse", "HEAD").split()[4:]  # the start, then the window
     again = track(work, repo, trained_adapters, tiny_model, *since)
     assert again.returncode == 0 and "7 commits on HEAD, 0 new\n" in again.stdout, again.stderr
+
+
+def test_a_commit_that_moves_one_runner_is_read_over_every_workflow(tmp_path: Path) -> None:
+    """A list summed up over files: a commit that pins the release job's runner (platformdirs'
+    ``runs-on: ubuntu-24.04``) adds a Linux line only, and was proposed as GitHub Actions on Linux
+    alone; read over every workflow as the commit leaves them, it states the matrix's systems
+    too. A line that sets a documentation theme names the site with it."""
+    from memops.data.catalog import load_catalog, slots_read
+    from memops.operators.learned import proposals
+    from memops.track.git import note
+
+    repo = tmp_path / "lib"
+    (repo / ".github/workflows").mkdir(parents=True)
+    (repo / "docs").mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    files = {
+        ".github/workflows/check.yml": "jobs:\n  test:\n    runs-on: ${{ matrix.os }}\n    strategy:\n"
+        "      matrix:\n        os:\n"
+        + "".join(f"          - {system}-latest\n" for system in ("ubuntu", "windows", "macos")),
+        ".github/workflows/release.yml": "jobs:\n  release:\n    runs-on: ubuntu-latest\n",
+        "docs/conf.py": 'extensions = ["sphinx.ext.autodoc"]\nhtml_theme = "furo"\n',
+    }
+    for path, text in files.items():
+        (repo / path).write_text(text)
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "CI and docs", date="2024-03-01T10:00:00+01:00")
+    (repo / ".github/workflows/release.yml").write_text("jobs:\n  release:\n    runs-on: ubuntu-24.04\n")
+    (repo / "docs/conf.py").write_text(
+        'extensions = ["sphinx.ext.autodoc", "sphinx.ext.viewcode"]\nhtml_theme = "furo"\n'
+    )
+    git(repo, "commit", "-qam", "Pin the release runner", date="2024-03-02T10:00:00+01:00")
+    read_from, catalog = slots_read("python-project"), load_catalog("python-project")
+    first, pin = commits(repo)
+    said = [
+        Note(id=c.sha, at=c.at, commit=c.sha, title=c.subject, text=note(repo, c, read_from, catalog))
+        for c in (first, pin)
+    ]
+    assert proposals(said[0], catalog) == {
+        "ci.platforms": ["GitHub Actions on Linux, Windows, macOS"],
+        "docs.builder": ["Sphinx (furo theme)"],
+    }
+    assert proposals(said[1], catalog) == {"ci.platforms": ["GitHub Actions on Linux, Windows, macOS"]}

@@ -156,6 +156,72 @@ def spdx(text: str) -> str | None:
     return spdx_one(text)
 
 
+def themed(builder: str, theme: str | None) -> str:
+    """A documentation builder with the theme it is set to (``Sphinx (furo theme)``), or alone
+    where it sets none."""
+    return f"{builder} ({theme} theme)" if theme else builder
+
+
+_BUILDER = re.compile(r"(sphinx|mkdocs)(?: \(([\w.-]+) theme\))?", re.IGNORECASE)
+BUILDERS = {"sphinx": "Sphinx", "mkdocs": "MkDocs"}
+
+
+def docs_site(text: str) -> str | None:
+    """Documentation builders, each with its theme, in one spelling (``sphinx (furo theme),
+    mkdocs`` is ``MkDocs, Sphinx (furo theme)``); None where a part names no builder or one
+    builder twice."""
+    found = [_BUILDER.fullmatch(part.strip()) for part in text.split(",")]
+    if not all(found):
+        return None
+    builders = [BUILDERS[m[1].lower()] for m in found]
+    if len(set(builders)) < len(builders):
+        return None
+    return listed(themed(b, m[2]) for b, m in zip(builders, found, strict=True))
+
+
+CI_FILES = {
+    ".github/workflows/": "GitHub Actions",
+    ".travis.yml": "Travis CI",
+    ".circleci/config.yml": "CircleCI",
+    "appveyor.yml": "AppVeyor",
+    ".appveyor.yml": "AppVeyor",
+    "azure-pipelines.yml": "Azure Pipelines",
+    ".gitlab-ci.yml": "GitLab CI",
+}
+"""Where each CI service is configured (a folder ends in ``/``), and its name."""
+SYSTEMS = {"ubuntu": "Linux", "linux": "Linux", "macos": "macOS", "windows": "Windows"}
+"""A runner's system, by the word its labels start with, as a platform list names it."""
+_SERVICE_NAMES = {name.lower(): name for name in CI_FILES.values()}
+
+
+def platforms(services: Iterable[str], systems: Iterable[str] = ()) -> str | None:
+    """Where CI runs in one spelling: GitHub Actions with the systems its runners are on, then
+    every other service, each once (``GitHub Actions on Linux, Windows, macOS; Travis CI``)."""
+    found = set(services)
+    on = sorted(set(systems))
+    github = [f"GitHub Actions on {', '.join(on)}" if on else "GitHub Actions"]
+    return "; ".join(github * ("GitHub Actions" in found) + sorted(found - {"GitHub Actions"})) or None
+
+
+def platform_list(text: str) -> str | None:
+    """A platform list respelled by :func:`platforms` (``github actions on windows, linux``); None
+    where a part names no service this knows, or systems follow another service than GitHub
+    Actions."""
+    services, systems = [], []
+    for part in text.split(";"):
+        service, _, on = part.strip().partition(" on ")
+        name = _SERVICE_NAMES.get(service.strip().lower())
+        named = [SYSTEMS.get(s.strip().lower(), _SYSTEM_NAMES.get(s.strip().lower())) for s in on.split(",")]
+        if name is None or (on and (name != "GitHub Actions" or not all(named))):
+            return None
+        services.append(name)
+        systems += named if on else []
+    return platforms(services, [s for s in systems if s])
+
+
+_SYSTEM_NAMES = {name.lower(): name for name in SYSTEMS.values()}
+
+
 def percent(value: object) -> str | None:
     try:
         number = float(str(value).strip())
@@ -166,7 +232,18 @@ def percent(value: object) -> str | None:
 
 # -- slot types ----------------------------------------------------------------------------------
 
-ValueKind = Literal["text", "choice", "tools", "python-specifier", "spdx", "integer", "percent", "pattern"]
+ValueKind = Literal[
+    "text",
+    "choice",
+    "tools",
+    "python-specifier",
+    "spdx",
+    "integer",
+    "percent",
+    "docs",
+    "platforms",
+    "pattern",
+]
 
 _VERSION_CLAUSE = r"(~=|==|!=|<=|>=|<|>|\^|~)?[23](\.([0-9]+|\*))*"
 _SPECIFIER = rf"{_VERSION_CLAUSE}(,{_VERSION_CLAUSE})*(\|\|{_VERSION_CLAUSE}(,{_VERSION_CLAUSE})*)*"
@@ -182,12 +259,17 @@ def _escape(text: str) -> str:
     return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", text)
 
 
+_THEME = r"( \([A-Za-z0-9_.-]+ theme\))?"
+_OS = "(Linux|Windows|macOS)"
+_SERVICE = "(AppVeyor|Azure Pipelines|CircleCI|GitLab CI|Travis CI)"
 _SPDX_ID = "|".join([*(_escape(name) for _, name in SPDX_SPELLINGS), "BSD-2-Clause", "BSD-3-Clause", _GNU_ID])
 GRAMMARS: dict[ValueKind, str] = {
     "python-specifier": _SPECIFIER,
     "spdx": rf"({_SPDX_ID})( (AND|OR) ({_SPDX_ID}))*",
     "integer": r"[1-9][0-9]{0,3}",
     "percent": r"[0-9]{1,3}(\.[0-9]{1,2})?%",
+    "docs": rf"MkDocs{_THEME}(, Sphinx{_THEME})?|Sphinx{_THEME}",
+    "platforms": f"(GitHub Actions( on {_OS}(, {_OS})*)?|{_SERVICE})(; {_SERVICE})*",
 }
 """The regular expressions the built-in kinds' values are written in."""
 LIST_SPLIT = re.compile(r"\s*(?:,|;|\band\b|/)\s*")
@@ -209,7 +291,9 @@ class ValueType(BaseModel):
     ``text`` is any one line (a user's catalog may leave every slot so); ``choice`` one of
     ``names`` and ``tools`` a list of them, each name given with the spellings that mean it
     (``hatchling.build: [hatchling]``); ``python-specifier`` a version specifier for Python
-    (``>=3.8``), ``spdx`` an SPDX licence expression, ``integer`` and ``percent`` a number;
+    (``>=3.8``), ``spdx`` an SPDX licence expression, ``integer`` and ``percent`` a number,
+    ``docs`` a documentation site's builders with their themes (``Sphinx (furo theme)``),
+    ``platforms`` where CI runs (``GitHub Actions on Linux, macOS; Travis CI``);
     ``pattern`` any value ``pattern`` matches whole. :meth:`grammar` is the regular expression
     decoding is held to, :meth:`normalise` the one spelling a claim reaches the engine in."""
 
@@ -245,8 +329,10 @@ class ValueType(BaseModel):
         return re.compile(rf"(?<![\w.-])(?:{'|'.join(map(re.escape, spellings))})(?![\w-])", re.IGNORECASE)
 
     def spellings(self) -> tuple[str, ...]:
-        """Every spelling of ``names`` (a ``choice`` or ``tools`` slot's): the words that mark a
-        line stating one of its values."""
+        """The words that mark a line stating one of this type's values: every spelling of
+        ``names`` (a ``choice`` or ``tools`` slot's), or the kind's ``MARKS``."""
+        if self.kind in MARKS:
+            return MARKS[self.kind]
         return tuple(self._spellings)
 
     def grammar(self) -> str | None:
@@ -279,6 +365,10 @@ class ValueType(BaseModel):
             value = str(int(flat)) if flat.isdigit() else None
         elif self.kind == "percent":
             value = percent(flat.removesuffix("%"))
+        elif self.kind == "docs":
+            value = docs_site(flat)
+        elif self.kind == "platforms":
+            value = platform_list(flat)
         else:
             value = flat
         return value if value is not None and re.fullmatch(self.grammar(), value) else None
@@ -291,6 +381,52 @@ _LOOSE_SPECIFIER = re.compile(
 _NUMBER = re.compile(r"(?<![\w.])\d{2,4}(?![\w.])")
 _PERCENT = re.compile(r"fail[_-]under\s*[=:]?\s*[\"']?(\d+(?:\.\d+)?)|(?<![\w.])(\d+(?:\.\d+)?)\s*%")
 _PHRASE = re.compile(r"[|\n\";]|\s-\s")
+WHOLE: frozenset[ValueKind] = frozenset({"platforms"})
+"""The kinds whose value sums up every file a slot reads (the systems of every workflow): a
+commit that changes one of them is read over all of them as it leaves them (``track.git.note``),
+since its diff holds only the runner it moved."""
+MARKS: dict[ValueKind, tuple[str, ...]] = {
+    "docs": ("html_theme", "theme:"),
+    "platforms": ("ubuntu", "macos", "windows"),
+}
+"""The words that mark a line stating a value of these kinds: the keys that set a documentation
+site's theme (Sphinx's ``html_theme``, MkDocs' ``theme``), the systems a CI runner is on."""
+_LABEL = re.compile(r"(?<![\w-])(ubuntu|macos|windows)(-[\w.]+)?(?![\w-])", re.IGNORECASE)
+_OS_KEY = re.compile(r"^\W*(?:os|runs-on|platform)\W*:", re.IGNORECASE)
+_PIECE = re.compile(r"\n| \| ")
+
+
+_SPHINX_THEME = re.compile(r"html_theme[ \t]*=[ \t]*[\"']([\w.-]+)[\"']")
+_MKDOCS_THEME = re.compile(r"mkdocs\.ya?ml(?::[ \t]*\+|\n)[ \t]*(?:theme|name)[ \t]*:[ \t]*[\"']?([\w.-]+)")
+_BUILDER_WORD = re.compile(r"(?<![\w.-])(sphinx|mkdocs)(?![\w-]|\.\w)", re.IGNORECASE)
+
+
+def _docs_spans(text: str) -> list[str]:
+    """A site's builder with its theme where a line sets one (``html_theme = "furo"``, MkDocs'
+    ``theme: material`` after its file's name); else a builder named as a word. A line that
+    names a Sphinx extension (``sphinx.ext.autodoc``) names no builder: a commit that adds one
+    says nothing of the theme."""
+    themes = [f"Sphinx ({t} theme)" for t in _SPHINX_THEME.findall(text)]
+    themes += [f"MkDocs ({t} theme)" for t in _MKDOCS_THEME.findall(text)]
+    return themes or _BUILDER_WORD.findall(text)
+
+
+def _platform_spans(text: str) -> list[str]:
+    """The CI services whose configuration the text names, GitHub Actions with the systems its
+    lines put a runner on, as one platform list: a runner's label (``ubuntu-24.04``,
+    ``- windows-2025`` in a matrix), or a system's bare name on an ``os``, ``runs-on`` or
+    ``platform`` line (``os: [ubuntu, macos]``); ``runner.os == 'Windows'`` puts none there. A
+    workflow's line that names no system (``uses: actions/checkout@v4``) states no list."""
+    services, systems = set(), set()
+    for piece in _PIECE.split(text):
+        services |= {name for path, name in CI_FILES.items() if path in piece and name != "GitHub Actions"}
+        line = re.split(r": [+-]", piece, maxsplit=1)[-1]
+        keyed = _OS_KEY.search(line) is not None
+        systems |= {SYSTEMS[w.lower()] for w, label in _LABEL.findall(line) if label or keyed}
+    if systems:
+        services.add("GitHub Actions")
+    found = platforms(services, systems)
+    return [found] if found else []
 
 
 def _spans(value: ValueType, text: str) -> list[str]:
@@ -306,6 +442,10 @@ def _spans(value: ValueType, text: str) -> list[str]:
         return _NUMBER.findall(text)
     if kind == "percent":
         return [a or b for a, b in _PERCENT.findall(text)]
+    if kind == "docs":
+        return _docs_spans(text)
+    if kind == "platforms":
+        return _platform_spans(text)
     if kind == "pattern" and value.pattern:
         return [m.group(0) for m in re.finditer(value.pattern, text) if m.group(0)]
     return []
@@ -315,9 +455,10 @@ WORDED: frozenset[ValueKind] = frozenset(
     {"choice", "tools", "python-specifier", "spdx", "integer", "percent"}
 )
 """The kinds whose values a note that states them writes in their own words (a tool's name, a
-specifier, a licence id, a number). A ``pattern`` value is often the reader's summary of the
-files (``GitHub Actions on Linux, Windows`` from a workflow's ``runs-on``) and ``text`` is
-anything: a note can state those without a span of their form."""
+specifier, a licence id, a number). A ``platforms``, ``docs`` or ``pattern`` value is often the
+reader's summary of the files (``GitHub Actions on Linux, Windows`` from a workflow's
+``runs-on``, ``Sphinx (furo theme)`` from ``html_theme``) and ``text`` is anything: a note can
+state those without a span of their form."""
 
 
 def states(value: ValueType, text: str) -> bool:
@@ -354,10 +495,14 @@ def change_says(value: ValueType, slot: str, path: str, line: str) -> str:
     """What a line a commit added to ``path`` can say of ``slot``'s value: nothing where the
     line cannot state it (:func:`line_states`); for a list of tools, a line that names one also
     names the tool its file configures (``commands = pytest`` in ``tox.ini``: pytest, run by
-    tox); else the line."""
+    tox); a line of ``mkdocs.yml`` names its builder (``theme: material``: MkDocs'), a line of a
+    CI service's file its service; else the line."""
     if not line_states(value, slot, path, line):
         return ""
     if value.kind == "tools" and value._mentions.search(line):
+        return f"{path}\n{line}"
+    mkdocs = value.kind == "docs" and path.rsplit("/", 1)[-1].startswith("mkdocs.")
+    if mkdocs or value.kind == "platforms":
         return f"{path}\n{line}"
     return line
 

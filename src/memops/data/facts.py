@@ -25,11 +25,15 @@ import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 
 from memops.core.values import (
+    CI_FILES,
+    SYSTEMS,
     listed,
     one_line,
     percent,
+    platforms,
     poetry_constraint,
     python_specifier,
+    themed,
     version,
 )
 from memops.data.licences import licence
@@ -272,27 +276,18 @@ def docs_builder(files: Files) -> str | None:
     for path in SPHINX_CONFS:
         if path in files:
             theme = sphinx_theme(files[path])
-            found.append(f"Sphinx ({theme} theme)" if theme else "Sphinx")
+            found.append(themed("Sphinx", theme))
             break
     for path in ("mkdocs.yml", "mkdocs.yaml"):
         if path in files:
             theme = mkdocs_theme(files[path])
-            found.append(f"MkDocs ({theme} theme)" if theme else "MkDocs")
+            found.append(themed("MkDocs", theme))
             break
     return listed(found)
 
 
 # -- CI ------------------------------------------------------------------------------------------
 
-SERVICES = {
-    ".travis.yml": "Travis CI",
-    ".circleci/config.yml": "CircleCI",
-    "appveyor.yml": "AppVeyor",
-    ".appveyor.yml": "AppVeyor",
-    "azure-pipelines.yml": "Azure Pipelines",
-    ".gitlab-ci.yml": "GitLab CI",
-}
-SYSTEMS = {"ubuntu": "Linux", "macos": "macOS", "windows": "Windows"}
 _RUNNER = re.compile(r"\b(ubuntu|macos|windows)-(?:latest|\d[\w.]*)", re.IGNORECASE)
 _SYSTEM = re.compile(r"(ubuntu|macos|windows)\b")
 _MATRIX = re.compile(r"\$\{\{\s*matrix\.([\w-]+)\s*\}\}")
@@ -343,14 +338,11 @@ def workflow_systems(text: str) -> set[str]:
 
 def ci_platforms(files: Files) -> str | None:
     """GitHub Actions with the systems its workflows run on, and every other CI service with a
-    config file."""
-    services = []
-    if texts := workflows(files):
-        systems = set().union(*(workflow_systems(text) for text in texts))
-        on = f" on {', '.join(sorted(systems))}" if systems else ""
-        services.append(f"GitHub Actions{on}")
-    services += sorted({service for path, service in SERVICES.items() if path in files})
-    return "; ".join(services) or None
+    config file (``core.values.CI_FILES``), in the one spelling of ``core.values.platforms``."""
+    texts = workflows(files)
+    services = {service for path, service in CI_FILES.items() if path in files}
+    systems = set().union(*(workflow_systems(text) for text in texts))
+    return platforms(services | ({"GitHub Actions"} if texts else set()), systems)
 
 
 # -- dependencies --------------------------------------------------------------------------------

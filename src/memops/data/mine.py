@@ -160,16 +160,28 @@ def changed_lines(repo: Path, commit: str, parent: str, paths: list[str]) -> lis
     return found
 
 
-def excerpt(lines: list[tuple[str, str]], marks: list[str], keywords: Iterable[str]) -> list[str]:
+def excerpt(
+    lines: list[tuple[str, str]], marks: list[str], keywords: Iterable[str], spread: bool = False
+) -> list[str]:
     """At most ``LINES_PER_FACT`` changed lines, in the diff's order: those holding one of
     ``marks`` (the fact's changed words), then those holding a keyword of its reader, else the
-    first ones. Spaces and case are ignored (``>= 3.8`` holds ``>=3.8``)."""
+    first ones. Spaces and case are ignored (``>= 3.8`` holds ``>=3.8``). ``spread``: the marked
+    lines each file's first for each mark, then the rest, the first for a mark before its
+    second, so that a list is not cut at one file or one item (pytest in ``pytest.ini`` and in
+    ``tox.ini``; ubuntu, windows and macos in a matrix beside other workflows' ubuntu)."""
+
+    def held(line: str, words: Iterable[str]) -> str | None:
+        flat = "".join(line.split()).lower()
+        return next((w for w in words if w and "".join(w.split()).lower() in flat), None)
 
     def holds(line: str, words: Iterable[str]) -> bool:
-        flat = "".join(line.split()).lower()
-        return any("".join(w.split()).lower() in flat for w in words if w)
+        return held(line, words) is not None
 
     first = [i for i, x in enumerate(lines) if holds(x[1], marks)]
+    if spread:
+        mark = {i: held(lines[i][1], marks) for i in first}
+        before = {i: [j for j in first if j < i and mark[j] == mark[i]] for i in first}
+        first.sort(key=lambda i: (sum(lines[j][0] == lines[i][0] for j in before[i]), len(before[i])))
     then = [i for i, x in enumerate(lines) if i not in first and holds(x[1], keywords)]
     picked = sorted((first + then or list(range(len(lines))))[:LINES_PER_FACT])
     return [f"{lines[i][0]}: {lines[i][1][:LINE_CHARS]}" for i in picked]
@@ -181,21 +193,31 @@ def changed_summary(
     files: Sequence[str],
     slots: Iterable[tuple[ReadFrom, Iterable[str]]],
     parent: str | None = None,
+    spread: bool = False,
+    whole: Collection[str] = (),
 ) -> str:
     """A commit's note summary, ``Changed lines: ...``: for each slot (where it is read, and the
     words that mark its lines: the changed value's, or none), the :func:`excerpt` of the lines
     the commit changed in the files it reads; ``Changed files: ...`` where there are none. Mined
     notes mark the gold change's words; ``memops track`` has no gold and marks the names of the
-    slot's type (``track.git.note``). The parent
+    slot's type (``track.git.note``), ``spread`` over the files (:func:`excerpt`). The parent
     (``EMPTY_TREE``: every line of the files, as added) is asked of git only where a slot's files
-    changed."""
+    changed. A slot of ``whole`` (pairs) whose files the commit changed is read over all of them
+    as the commit leaves them, every line as added: its value sums up every file (the systems of
+    every workflow), and a diff holds only what moved."""
     lines: list[str] = []
+    tree: list[str] = []
     for source, marks in slots:
         paths = [p for p in files if source.reads(p)]
         if not paths:
             continue
         parent = parent or parent_of(repo, commit)
-        for line in excerpt(changed_lines(repo, commit, parent, paths), list(marks), KEYWORDS[source.reader]):
+        base = parent
+        if source.pair in whole:
+            tree = tree or git(repo, "ls-tree", "-r", "--name-only", commit).splitlines()
+            paths, base = [p for p in tree if source.reads(p)], EMPTY_TREE
+        changed = changed_lines(repo, commit, base, paths)
+        for line in excerpt(changed, list(marks), KEYWORDS[source.reader], spread):
             if line not in lines:
                 lines.append(line)
     return CHANGED_LINES + CHANGE_SEPARATOR.join(lines) if lines else CHANGED_FILES + ", ".join(files)

@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 
 from memops.core.records import Catalog
+from memops.core.values import WHOLE
 from memops.data.catalog import ReadFrom
 from memops.data.export import ExportError, git
 from memops.data.mine import changed_summary
@@ -76,14 +77,19 @@ def note(
     lines it changed in the files a catalog slot is read from, or ``Changed files: ...`` where it
     changed none of them, the files it touched and its message. There is no gold to point at a
     slot's lines: those that name one of its ``catalog`` type's names come first (``- id:
-    ruff-format`` among a pre-commit file's hooks), then those holding its reader's keywords. A
-    catalog that says where no slot is read from gets the subject and body: nothing tells which
-    of its lines could state a value. ``parent``: what the commit is compared with (default its
-    first parent)."""
+    ruff-format`` among a pre-commit file's hooks), a file at a time, then those holding its
+    reader's keywords; a slot whose type sums up its files (``core.values.WHOLE``: the CI
+    platforms) over every one of them as the commit leaves them. A catalog that says where no
+    slot is read from gets the subject and body:
+    nothing tells which of its lines could state a value. ``parent``: what the commit is
+    compared with (default its first parent)."""
     if not read_from:
         return commit.text
     slots = [(s, catalog.value_type(s.pair).spellings() if catalog else ()) for s in read_from]
-    return note_text(commit, changed_summary(repo, commit.sha, commit.files, slots, parent=parent))
+    whole = {s.pair for s in read_from if catalog and catalog.value_type(s.pair).kind in WHOLE}
+    return note_text(
+        commit, changed_summary(repo, commit.sha, commit.files, slots, parent, spread=True, whole=whole)
+    )
 
 
 def start(repo: Path, branch: str, since: str, read_from: list[ReadFrom]) -> Commit | None:
