@@ -259,13 +259,14 @@ def test_a_licence_is_proposed_from_a_licence_file_or_a_line_that_names_one() ->
 def test_a_docs_site_is_proposed_with_the_theme_a_line_sets() -> None:
     """The theme a line of ``conf.py`` or ``mkdocs.yml`` sets names the site (Sphinx and furo
     on platformdirs' files were proposed as ``Sphinx`` before); a line that adds a Sphinx
-    extension names no builder, and a builder named as a word is proposed where no theme is."""
+    extension or dependency names no builder, and a builder named by its own name is proposed
+    where no theme is."""
     sphinx = (
         'Changed lines: docs/conf.py: +"""Configuration for Sphinx.""" | docs/conf.py: +"sphinx.ext.autodoc",'
         ' | docs/conf.py: +html_theme = "furo"'
     )
     mkdocs = "Changed lines: mkdocs.yml: +theme: | mkdocs.yml: +name: material"
-    extension = 'Changed lines: docs/conf.py: +"sphinx.ext.viewcode",'
+    extension = 'Changed lines: docs/conf.py: +"sphinx.ext.viewcode", | pyproject.toml: +"sphinx>=7",'
     plain = 'Changed lines: docs/conf.py: +"""Configuration for Sphinx."""'
     notes = [NOTE.model_copy(update={"text": t}) for t in (sphinx, mkdocs, extension, plain)]
     assert [(proposals(n, CATALOG) or {}).get("docs.builder") for n in notes] == [

@@ -387,10 +387,11 @@ commit that changes one of them is read over all of them as it leaves them (``tr
 since its diff holds only the runner it moved."""
 MARKS: dict[ValueKind, tuple[str, ...]] = {
     "docs": ("html_theme", "theme:"),
-    "platforms": ("ubuntu", "macos", "windows"),
+    "platforms": ("ubuntu-", "macos-", "windows-", "os:"),
 }
 """The words that mark a line stating a value of these kinds: the keys that set a documentation
-site's theme (Sphinx's ``html_theme``, MkDocs' ``theme``), the systems a CI runner is on."""
+site's theme (Sphinx's ``html_theme``, MkDocs' ``theme``), a CI runner's label or ``os`` key
+(``macOS`` in a job's name puts no runner there)."""
 _LABEL = re.compile(r"(?<![\w-])(ubuntu|macos|windows)(-[\w.]+)?(?![\w-])", re.IGNORECASE)
 _OS_KEY = re.compile(r"^\W*(?:os|runs-on|platform)\W*:", re.IGNORECASE)
 _PIECE = re.compile(r"\n| \| ")
@@ -398,14 +399,15 @@ _PIECE = re.compile(r"\n| \| ")
 
 _SPHINX_THEME = re.compile(r"html_theme[ \t]*=[ \t]*[\"']([\w.-]+)[\"']")
 _MKDOCS_THEME = re.compile(r"mkdocs\.ya?ml(?::[ \t]*\+|\n)[ \t]*(?:theme|name)[ \t]*:[ \t]*[\"']?([\w.-]+)")
-_BUILDER_WORD = re.compile(r"(?<![\w.-])(sphinx|mkdocs)(?![\w-]|\.\w)", re.IGNORECASE)
+_BUILDER_WORD = re.compile(r"(?<![\w.-])(Sphinx|MkDocs)(?![\w-]|\.\w)")
 
 
 def _docs_spans(text: str) -> list[str]:
     """A site's builder with its theme where a line sets one (``html_theme = "furo"``, MkDocs'
-    ``theme: material`` after its file's name); else a builder named as a word. A line that
-    names a Sphinx extension (``sphinx.ext.autodoc``) names no builder: a commit that adds one
-    says nothing of the theme."""
+    ``theme: material`` after its file's name); else a builder named as a word, by its own
+    name (``Configuration for Sphinx.``). A Sphinx extension (``sphinx.ext.autodoc``) or
+    a dependency (``sphinx>=7`` in pyproject.toml) names no builder: a commit that adds one says
+    nothing of the site."""
     themes = [f"Sphinx ({t} theme)" for t in _SPHINX_THEME.findall(text)]
     themes += [f"MkDocs ({t} theme)" for t in _MKDOCS_THEME.findall(text)]
     return themes or _BUILDER_WORD.findall(text)
@@ -415,12 +417,15 @@ def _platform_spans(text: str) -> list[str]:
     """The CI services whose configuration the text names, GitHub Actions with the systems its
     lines put a runner on, as one platform list: a runner's label (``ubuntu-24.04``,
     ``- windows-2025`` in a matrix), or a system's bare name on an ``os``, ``runs-on`` or
-    ``platform`` line (``os: [ubuntu, macos]``); ``runner.os == 'Windows'`` puts none there. A
-    workflow's line that names no system (``uses: actions/checkout@v4``) states no list."""
+    ``platform`` line (``os: [ubuntu, macos]``); ``runner.os == 'Windows'`` and a comment put
+    none there. A workflow's line that names no system (``uses: actions/checkout@v4``) states no
+    list."""
     services, systems = set(), set()
     for piece in _PIECE.split(text):
         services |= {name for path, name in CI_FILES.items() if path in piece and name != "GitHub Actions"}
         line = re.split(r": [+-]", piece, maxsplit=1)[-1]
+        if line.lstrip().startswith("#"):
+            continue
         keyed = _OS_KEY.search(line) is not None
         systems |= {SYSTEMS[w.lower()] for w, label in _LABEL.findall(line) if label or keyed}
     if systems:
