@@ -190,7 +190,8 @@ CI_FILES = {
 }
 """Where each CI service is configured (a folder ends in ``/``), and its name."""
 SYSTEMS = {"ubuntu": "Linux", "linux": "Linux", "macos": "macOS", "windows": "Windows"}
-"""A runner's system, by the word its labels start with, as a platform list names it."""
+"""A runner's system by the word its labels start with (or its own name), as a platform list
+names it."""
 _SERVICE_NAMES = {name.lower(): name for name in CI_FILES.values()}
 
 
@@ -211,15 +212,12 @@ def platform_list(text: str) -> str | None:
     for part in text.split(";"):
         service, _, on = part.strip().partition(" on ")
         name = _SERVICE_NAMES.get(service.strip().lower())
-        named = [SYSTEMS.get(s.strip().lower(), _SYSTEM_NAMES.get(s.strip().lower())) for s in on.split(",")]
+        named = [SYSTEMS.get(s.strip().lower()) for s in on.split(",")] if on else []
         if name is None or (on and (name != "GitHub Actions" or not all(named))):
             return None
         services.append(name)
-        systems += named if on else []
-    return platforms(services, [s for s in systems if s])
-
-
-_SYSTEM_NAMES = {name.lower(): name for name in SYSTEMS.values()}
+        systems += named
+    return platforms(services, systems)
 
 
 def percent(value: object) -> str | None:
@@ -395,6 +393,7 @@ site's theme (Sphinx's ``html_theme``, MkDocs' ``theme``), a CI runner's label o
 _LABEL = re.compile(r"(?<![\w-])(ubuntu|macos|windows)(-[\w.]+)?(?![\w-])", re.IGNORECASE)
 _OS_KEY = re.compile(r"^\W*(?:os|runs-on|platform)\W*:", re.IGNORECASE)
 _PIECE = re.compile(r"\n| \| ")
+_CHANGE = re.compile(r": [+-]")
 
 
 _SPHINX_THEME = re.compile(r"html_theme[ \t]*=[ \t]*[\"']([\w.-]+)[\"']")
@@ -423,7 +422,7 @@ def _platform_spans(text: str) -> list[str]:
     services, systems = set(), set()
     for piece in _PIECE.split(text):
         services |= {name for path, name in CI_FILES.items() if path in piece and name != "GitHub Actions"}
-        line = re.split(r": [+-]", piece, maxsplit=1)[-1]
+        line = _CHANGE.split(piece, maxsplit=1)[-1]
         if line.lstrip().startswith("#"):
             continue
         keyed = _OS_KEY.search(line) is not None

@@ -80,9 +80,8 @@ def note(
     ruff-format`` among a pre-commit file's hooks), a file at a time, then those holding its
     reader's keywords; a slot whose type sums up its files (``core.values.WHOLE``: the CI
     platforms) over every one of them as the commit leaves them. A catalog that says where no
-    slot is read from gets the subject and body:
-    nothing tells which of its lines could state a value. ``parent``: what the commit is
-    compared with (default its first parent)."""
+    slot is read from gets the subject and body: nothing tells which of its lines could state a
+    value. ``parent``: what the commit is compared with (default its first parent)."""
     if not read_from:
         return commit.text
     slots = [(s, catalog.value_type(s.pair).spellings() if catalog else ()) for s in read_from]
