@@ -13,7 +13,8 @@ records are kept).
 Prints per seed and as mean ± standard deviation over seeds: compare and update exact match on
 the held-out trajectories, the engine's final-state keys with gold extraction and the learned
 decisions, the contract suite overall and its weakest region, each adapter's validation answers
-read as they are and under offsets fitted on the other half of the rows (``calibrated``), and
+read as they are and under offsets fitted on the other half of the rows (``calibrated``), on
+the real trajectories alone where the run names some in ``real_validation`` (``real``), and
 what the collapse guard flagged (an adapter collapsed onto one label, labels an adapter dropped),
 and under ``select=decisions`` the checkpoint each adapter kept. Writes
 ``<root>/<config>/seeds.json`` and ``seeds.png`` (``seeds-<tag>.*`` with ``--tag``).
@@ -34,11 +35,12 @@ from typing import Any
 from memops.core.layout import ADAPTER_MANIFEST, OUTPUTS
 from memops.operators.registry import DECISIONS
 from memops.train.selection import pooled
-from memops.train.validation import dropped
+from memops.train.validation import dropped, read_sets
 
 COLUMNS = ("compare", "update", "engine keys", "contract compare", "contract update")
-VALIDATION = tuple(f"{kind} {op}" for op in DECISIONS for kind in ("validation", "calibrated"))
-"""The adapters' validation answers, as read and under cross-fitted offsets (train/validation.py)."""
+VALIDATION = tuple(f"{kind} {op}" for op in DECISIONS for kind in ("validation", "calibrated", "real"))
+"""The adapters' validation answers, as read and under cross-fitted offsets (train/validation.py),
+and on the real trajectories alone where the run validates on some (``real_validation``)."""
 
 
 def run_seed(config: str, seed: int, root: Path, overrides: list[str], tag: str = "") -> tuple[Path, float]:
@@ -91,13 +93,15 @@ def figures(run: Path, adapters: Path) -> dict[str, Any]:
             for key, column in (("accuracy", "validation"), ("calibrated_accuracy", "calibrated")):
                 if key in check["contract"]:
                     row[f"{column} {manifest.parent.name}"] = pooled(check, key)
+            if "real" in check:
+                row[f"real {manifest.parent.name}"] = check["real"]["accuracy"]
             if step := recorded.get("selected_step"):
                 row[f"kept {manifest.parent.name}"] = step  # select=decisions: the checkpoint kept
             if "dropped" in check:
                 lost[manifest.parent.name] = check["dropped"]
             else:  # a manifest from before the guard listed them: read from its label mixes
-                answers = sum((Counter(check[part]["answers"]) for part in ("split", "contract")), Counter())
-                gold = sum((Counter(check[part]["gold"]) for part in ("split", "contract")), Counter())
+                answers = sum((Counter(check[part]["answers"]) for part in read_sets(check)), Counter())
+                gold = sum((Counter(check[part]["gold"]) for part in read_sets(check)), Counter())
                 lost[manifest.parent.name] = dropped(answers, gold)
     row["collapsed"], row["dropped"] = flags, lost
     return row

@@ -188,6 +188,29 @@ def test_synthetic_plus_adds_trajectories_to_the_synthetic_fold_alone(
     assert reordered.synthetic_plus == [SHIPPED[1], SHIPPED[3]]  # one set, one build
 
 
+def test_real_validation_puts_trajectories_in_every_folds_validation_split_alone(
+    tmp_path: Path, export_dir: Path
+) -> None:
+    """Real decisions to choose checkpoints by: each fold's validation split holds the named
+    trajectories beside the scenarios' part, no train split does, and no fold is built for one."""
+    out = tmp_path / "ds"
+    cfg = small(out, export_dir, folds=[SYNTHETIC, SHIPPED[0]], scenarios_per_family=2, noisy_per_family=0)
+    cfg.real_validation, cfg.synthetic_plus = [SHIPPED[2]], [SHIPPED[1]]
+    build(cfg)
+    for fold in (SYNTHETIC, SHIPPED[0]):
+        groups = {
+            split: {json.loads(line)["group"] for line in (out / fold / "compare" / f"{split}.jsonl").open()}
+            for split in ("train", "validation")
+        }
+        assert groups["validation"] & set(SHIPPED) == {SHIPPED[2]}
+        assert SHIPPED[2] not in groups["train"]
+    with pytest.raises(ValueError, match="real_validation"):
+        DataConfig(exports=[str(export_dir)], folds=[SHIPPED[2]], real_validation=[SHIPPED[2]])
+    with pytest.raises(ValueError, match="synthetic_plus"):
+        DataConfig(exports=[str(export_dir)], synthetic_plus=[SHIPPED[2]], real_validation=[SHIPPED[2]])
+    assert SHIPPED[2] not in DataConfig(exports=[str(export_dir)], real_validation=[SHIPPED[2]]).folds
+
+
 def test_naive_bayes_learns_a_token_that_gives_the_label_away() -> None:
     rows = [(["x", "tell"], "a")] * 5 + [(["x", "other"], "b")] * 5
     model = NaiveBayes(rows)

@@ -1,5 +1,6 @@
 """The held-out rule (``core/folds.py``) over every kind of fold: ``all``, ``synthetic`` with any
-``synthetic_plus``, and each trajectory's fold with any ``real_trajectories``, on the shipped
+``synthetic_plus``, and each trajectory's fold with any ``real_trajectories``, each with any
+``real_validation``, on the shipped
 trajectories and one that shares a note with another (as two mined repositories can)."""
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ folds = st.builds(
     st.sampled_from([ALL, SYNTHETIC, *NAMES]),
     st.sets(st.sampled_from(NAMES)),
     st.one_of(st.none(), st.integers(0, len(NAMES))),
+    st.sets(st.sampled_from(NAMES)),
 )
 
 
@@ -52,6 +54,10 @@ def test_no_trajectory_a_fold_holds_out_is_in_what_it_trains_on(
     # synthetic_plus is the user's own list: one that quotes a note of a trajectory the fold
     # holds out is refused by the build's leak check, not dropped here.
     assume(fold.name != SYNTHETIC or not notes(taken) & notes(held))
+    # real_validation is the user's list too; the configs refuse a fold named in it, and the
+    # build's leak check one that quotes a held-out note.
+    validated = fold.validates(trajectories)
+    assume(fold.name not in fold.real_validation and not notes(validated) & notes(held))
     splits = fold_splits(fold, [], trajectories, 0.2, real_repeat=2)
     trained = {t.id for t in splits["train"]}
     assert trained == {t.id for t in taken}
@@ -65,6 +71,10 @@ def test_no_trajectory_a_fold_holds_out_is_in_what_it_trains_on(
     # The name alone never calls a trajectory the fold took unseen: without a manifest, a check
     # errs toward refusing.
     assert all(Fold(fold.name, fold.synthetic_plus).saw(t.id) for t in taken)
+    # Checkpoints chosen on a trajectory make it seen: no train split takes it, nothing scores it.
+    assert [t.id for t in splits["validation"]] == [t.id for t in validated]
+    assert not {t.id for t in validated} & (trained | {t.id for t in held})
+    assert all(fold.saw(t.id) for t in validated)
     assert [t.id for t in splits["test"]] == ([fold.name] if fold.name in NAMES else [])
 
 

@@ -408,6 +408,23 @@ def test_what_the_synthetic_fold_trains_on_is_never_scored_with_its_adapters(
         check_unseen({"update": tmp_path / "tiny" / "all" / "update"}, FOLDS)
 
 
+def test_a_trajectory_checkpoints_were_chosen_on_is_never_scored(export_dir: Path) -> None:
+    """``real_validation``: every fold's validation split holds it, so a run leaves it out of
+    its folds and refuses to score it, whichever adapters serve."""
+    real = ["model-routing"]
+    cfg = LooConfig(exports=[str(export_dir)], adapters_fold="synthetic", real_validation=real)
+    assert cfg.folds == [t for t in SHIPPED if t not in real]
+    assert cfg.data().real_validation == real and cfg.synthetic_fold().saw("model-routing")
+    for adapters_fold in ("synthetic", None):
+        with pytest.raises(ValueError, match=r"folds: \['model-routing'\] are in real_validation"):
+            LooConfig(
+                folds=[*FOLDS, *real],
+                exports=[str(export_dir)],
+                adapters_fold=adapters_fold,
+                real_validation=real,
+            )
+
+
 def test_weighting_trajectories_needs_each_fold_its_own_adapters(export_dir: Path) -> None:
     """The synthetic fold takes no trajectory, so a weight for them would change nothing."""
     with pytest.raises(ValueError, match="real_repeat=30 with adapters_fold=synthetic"):

@@ -28,9 +28,9 @@ def test_load_splits_balances_the_train_split_only(small_datasets: Path) -> None
         op=OpConfig(name="compare"), fold="all", datasets_dir=str(small_datasets), balance_labels=True
     )
     dd = load_from_disk(str(small_datasets / "all" / "compare"))
-    train, validation, fingerprint = load_splits(cfg)
+    train, validation, fingerprint, real = load_splits(cfg)
     assert len(train) == len(balanced(dd["train"], cfg.seed)) < len(dd["train"])
-    assert len(validation) == len(dd["validation"])
+    assert len(validation) == len(dd["validation"]) and real == []
     cfg.balance_labels = False
     assert load_splits(cfg)[2] != fingerprint
 

@@ -11,7 +11,7 @@ import pytest
 from memops.operators.adapters import calibration, check_adapter, collapse_warning
 from memops.operators.backends import BackendError
 from memops.operators.registry import COMPARE
-from memops.train.validation import collapsed, dropped
+from memops.train.validation import collapsed, dropped, read_sets
 
 
 def test_a_mix_like_the_golds_is_not_collapsed() -> None:
@@ -72,10 +72,11 @@ def test_an_adapter_trained_to_collapse_is_flagged_in_its_manifest_card_and_on_l
     adapter = tmp_path / "smollm2-135m-instruct" / "patch-guardrails" / "compare"
     manifest = json.loads((adapter / "manifest.json").read_text())
     check = manifest["validation_decisions"]
-    assert check["collapsed"] in check["contract"]["answers"]
     assert check["contract"]["n"] == sum(check["contract"]["gold"].values()) >= 40
-    top, count = next(iter(check["contract"]["answers"].items()))
-    assert top == check["collapsed"] and count >= check["contract"]["n"] / 2
+    # The guard reads every set at once: its label is the one the answers pile on over all rows.
+    answers = sum((Counter(check[name]["answers"]) for name in read_sets(check)), Counter())
+    top, count = answers.most_common(1)[0]
+    assert top == check["collapsed"] and count >= sum(answers.values()) / 2
     assert "**Collapsed**" in (adapter / "README.md").read_text()
     # The same reads fitted the offsets decisions=calibrated applies, one per allowed answer,
     # and scored them on the half of the rows each fit did not see.
@@ -96,22 +97,40 @@ def test_an_adapter_trained_to_collapse_is_flagged_in_its_manifest_card_and_on_l
 
 
 def test_select_decisions_keeps_the_checkpoint_whose_answers_match_best(
-    tiny_model: Path, small_datasets: Path, tmp_path: Path
+    tiny_model: Path, export_dir: Path, tmp_path: Path
 ) -> None:
-    """``select=decisions`` reads the answers at every evaluation and keeps the first checkpoint
-    with the best pooled exact match, through rotation (one checkpoint kept) and into the saved
-    adapter, its manifest and its card."""
+    """``select=decisions`` reads the answers at every evaluation, a real trajectory's
+    (``real_validation``) among them, and keeps the first checkpoint with the best pooled exact
+    match, through rotation (one checkpoint kept) and into the saved adapter, its manifest (which
+    lists the real trajectory as seen) and its card."""
     from safetensors.torch import load_file
 
     from memops.core.config import compose_config
+    from memops.core.folds import Fold
+    from memops.core.sources import SHIPPED
+    from memops.data.config import DataConfig
+    from memops.data.pipeline import build as build_data
     from memops.train.recipe import train_adapter
 
+    real = next(name for name in SHIPPED if name != "patch-guardrails")
+    datasets = tmp_path / "datasets"
+    build_data(
+        DataConfig(
+            scenarios_per_family=4,
+            noisy_per_family=0,
+            datasets_dir=str(datasets),
+            exports=[str(export_dir)],
+            folds=["patch-guardrails"],
+            real_validation=[real],
+            progress=False,
+        )
+    )
     args = [
         "op=compare",
         "fold=patch-guardrails",
         "model=tiny",
         f"model.path={tiny_model}",
-        f"datasets_dir={small_datasets}",
+        f"datasets_dir={datasets}",
         f"adapters_dir={tmp_path}",
         "max_steps=6",
         "eval_steps=2",
@@ -134,17 +153,21 @@ def test_select_decisions_keeps_the_checkpoint_whose_answers_match_best(
     best = curve[manifest["selected_step"]]
     assert best == max(curve.values())  # the rank orders by exact match first
     check = manifest["validation_decisions"]
-    pooled = sum(check[s]["accuracy"] * check[s]["n"] for s in ("split", "contract"))
-    assert pooled / sum(check[s]["n"] for s in ("split", "contract")) == pytest.approx(best, abs=1e-4)
+    rows = (datasets / "patch-guardrails" / "compare" / "validation.jsonl").read_text().splitlines()
+    assert read_sets(check) == ["split", "contract", "real"]
+    assert check["real"]["n"] == sum(json.loads(row)["group"] == real for row in rows) > 0
+    assert check["split"]["n"] == 8  # max_eval_samples of the scenarios' rows; the real ones whole
+    pooled = sum(check[s]["accuracy"] * check[s]["n"] for s in read_sets(check))
+    assert pooled / sum(check[s]["n"] for s in read_sets(check)) == pytest.approx(best, abs=1e-4)
+    assert real in manifest["trajectories"] and Fold.of_adapter(adapter).saw(real)
     kept = load_file(
         adapter / "checkpoints" / f"checkpoint-{manifest['selected_step']}" / "adapter_model.safetensors"
     )
     saved = load_file(adapter / "adapter_model.safetensors")
     assert kept.keys() == saved.keys() and all((kept[k] == saved[k]).all() for k in kept)
-    assert (
-        f"| kept | step {manifest['selected_step']}, by validation answers"
-        in (adapter / "README.md").read_text()
-    )
+    card = (adapter / "README.md").read_text()
+    assert f"| kept | step {manifest['selected_step']}, by validation answers" in card
+    assert f"| real trajectories (`real_validation`) | {check['real']['n']} |" in card
 
 
 def test_select_decisions_needs_checkpoints_at_evaluated_steps() -> None:

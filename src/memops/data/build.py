@@ -98,9 +98,10 @@ def fold_splits(
     real_repeat: int = 1,
 ) -> dict[str, list[Episode]]:
     """The episodes of each split: the scenarios' training part and the trajectories the fold
-    takes (``Fold.takes``), each ``real_repeat`` times; the scenarios' validation part; the
-    trajectory it is named after as its test split."""
-    val = [e for e in synthetic if is_validation(e.id, validation_fraction)]
+    takes (``Fold.takes``), each ``real_repeat`` times; the scenarios' validation part and the
+    trajectories it validates on (``Fold.validates``); the trajectory it is named after as its
+    test split."""
+    val = [e for e in synthetic if is_validation(e.id, validation_fraction)] + fold.validates(trajectories)
     train = [e for e in synthetic if not is_validation(e.id, validation_fraction)]
     train += fold.takes(trajectories) * real_repeat
     test = [t for t in trajectories if t.id == fold.name]
@@ -176,12 +177,13 @@ def build_folds(
     real_trajectories: int | None = None,
     real_repeat: int = 1,
     synthetic_plus: Collection[str] = (),
+    real_validation: Collection[str] = (),
     progress: bool = True,
 ) -> dict[str, dict[str, dict[str, int]]]:
     """Write every requested fold; returns split sizes per fold and op."""
     sizes: dict[str, dict[str, dict[str, int]]] = {}
     for name in tqdm(folds, desc="folds", unit="fold", disable=not progress):
-        fold = Fold.of(name, synthetic_plus, real_trajectories)
+        fold = Fold.of(name, synthetic_plus, real_trajectories, real_validation)
         episodes = fold_splits(fold, synthetic, trajectories, validation_fraction, real_repeat)
         sizes[name] = {}
         for op in pool.datasets:

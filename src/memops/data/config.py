@@ -43,19 +43,34 @@ class DataConfig(RunConfig):
     """Trajectories the ``synthetic`` fold's train split takes beside the scenarios (a
     data-scaling point: the mined training repositories, ``benchmarks/mined_scaling.py``). Its
     adapters list them in their manifests, and no run scores them with those adapters."""
+    real_validation: list[str] = field(default_factory=list)
+    """Trajectories every fold's validation split holds beside the scenarios' and no train split
+    takes: real decisions that ``select=decisions`` chooses checkpoints by (the mined training
+    repositories). Adapters list them in their manifests, so no run scores them with those
+    adapters, and no fold is built for one."""
     folds: list[str] | None = None
-    """Unset: every trajectory the annotations hold, then ``all`` and ``synthetic``."""
+    """Unset: every trajectory the annotations hold but those of ``real_validation``, then ``all``
+    and ``synthetic``."""
     validate: bool = False
     progress: bool = True
 
     def __post_init__(self) -> None:
-        if self.folds is None:
-            self.folds = [*self.sources().names(), *TRAINING_FOLDS]
-        self.check_folds("folds", self.folds, TRAINING_FOLDS)
         self.check_folds("synthetic_plus", self.synthetic_plus)
-        # A set, kept in the sources' order (the build's): the same set in another order is the
+        self.check_folds("real_validation", self.real_validation)
+        if self.folds is None:
+            names = self.sources().names()
+            self.folds = [*(n for n in names if n not in self.real_validation), *TRAINING_FOLDS]
+        self.check_folds("folds", self.folds, TRAINING_FOLDS)
+        if both := sorted(set(self.folds) & set(self.real_validation)):
+            raise ValueError(f"folds: {both} are in real_validation: every fold validates on them")
+        if both := sorted(set(self.synthetic_plus) & set(self.real_validation)):
+            raise ValueError(
+                f"real_validation: {both} are in synthetic_plus: validate on trajectories not trained on"
+            )
+        # Sets, kept in the sources' order (the build's): the same set in another order is the
         # same build, and a run comparing it with the manifest must see it so.
         self.synthetic_plus = [n for n in self.sources().names() if n in self.synthetic_plus]
+        self.real_validation = [n for n in self.sources().names() if n in self.real_validation]
         if self.extract_stage_ratio is not None and self.extract_stage_ratio < 0:
             raise ValueError(f"extract_stage_ratio={self.extract_stage_ratio}: must be 0 or more")
         if self.contract_per_episode < 0:

@@ -98,6 +98,7 @@ BUILD_KEYS = (
     "real_trajectories",
     "real_repeat",
     "synthetic_plus",
+    "real_validation",
     "extract_stages",
     "extract_stage_ratio",
 )
@@ -186,6 +187,7 @@ def _build(cfg: DataConfig, out: Path, overrides: list[str] | None) -> dict[str,
             cfg.real_trajectories,
             cfg.real_repeat,
             cfg.synthetic_plus,
+            cfg.real_validation,
             progress=cfg.progress,
         )
         # A partial rebuild keeps the other folds, so the card and manifest describe them too.

@@ -57,7 +57,8 @@ class LooConfig(TrainingRun):
     run: str = "tiny-hf"
     """Run name: records and report go to ``<runs_dir>/<run>/``; rerunning it resumes."""
     folds: list[str] | None = None
-    """Unset: every trajectory the annotations hold but those of ``synthetic_plus``."""
+    """Unset: every trajectory the annotations hold but those of ``synthetic_plus`` and
+    ``real_validation``."""
     backend: BackendConfig = field(default_factory=BackendConfig)
     adapters: str | None = None
     """A root holding ``<fold>/{extract,compare,update}``; unset: ``<adapters_dir>/<model>``,
@@ -83,6 +84,11 @@ class LooConfig(TrainingRun):
     """Trajectories the ``synthetic`` fold trains on beside the scenarios (``DataConfig``'s field,
     passed to the build); a run scoring with that fold's adapters holds them out of ``folds``.
     Give the run its own ``datasets_dir`` and ``adapters_dir``."""
+    real_validation: list[str] = field(default_factory=list)
+    """Trajectories every fold's validation split holds and no fold trains on or scores: real
+    decisions for ``select=decisions`` to choose checkpoints by (``DataConfig``'s field, passed
+    to the build); the run holds them out of ``folds``. Give the run its own ``datasets_dir``
+    and ``adapters_dir``."""
     extract_modes: list[str] | None = None
     """The learned extraction variants scored and replayed; unset: every one the adapters allow
     (the ``STAGED_MODES`` with ``extract_stages``) but the ``OPT_IN_MODES``. A parity pass can
@@ -138,6 +144,7 @@ class LooConfig(TrainingRun):
             real_trajectories=self.real_trajectories,
             real_repeat=self.real_repeat,
             synthetic_plus=self.synthetic_plus,
+            real_validation=self.real_validation,
             **settings,
         )
 
@@ -155,7 +162,7 @@ class LooConfig(TrainingRun):
 
     def synthetic_fold(self) -> Fold:
         """The ``synthetic`` fold the run's data build makes."""
-        return Fold.of(SYNTHETIC, self.synthetic_plus)
+        return Fold.of(SYNTHETIC, self.synthetic_plus, real_validation=self.real_validation)
 
     def shares_adapters(self) -> bool:
         """One set of adapters evaluates every fold: one backend, one vLLM server, for the run."""
@@ -201,6 +208,12 @@ class LooConfig(TrainingRun):
                 "adapters each fold trains in own_adapters"
             )
         self.check_folds("synthetic_plus", self.synthetic_plus)
+        self.check_folds("real_validation", self.real_validation)
+        if validated := sorted(set(self.folds) & set(self.real_validation)):
+            raise ValueError(
+                f"folds: {validated} are in real_validation: every fold's checkpoints were chosen "
+                "on them; score the trajectories no fold validates on"
+            )
         scored = [f for f in self.folds if synthetic.saw(f)]
         if scored and self.adapters_fold == SYNTHETIC:
             raise ValueError(

@@ -48,7 +48,9 @@ def collapse_warning(name: str, manifest: dict[str, Any]) -> str | None:
     label, missing = check.get("collapsed"), check.get("dropped") or []
     if not label and not missing:
         return None
-    mix = ", ".join(f"{k} {v}" for k, v in check["contract"]["answers"].items())
+    # Most given first, whatever order the read or its JSON (sorted keys) left the answers in.
+    answers = sorted(check["contract"]["answers"].items(), key=lambda kv: (-kv[1], kv[0]))
+    mix = ", ".join(f"{k} {v}" for k, v in answers)
     if label:
         did = f"answered {label!r} for most validation inputs, far more often than the gold"
     else:

@@ -56,7 +56,11 @@ def validation_lines(check: dict[str, Any] | None) -> list[str]:
     and the collapse guard's verdict."""
     if not check:
         return []
-    names = {"split": "validation split", "contract": "contract suite, validation part"}
+    names = {
+        "split": "validation split",
+        "contract": "contract suite, validation part",
+        "real": "real trajectories (`real_validation`)",
+    }
     lines = [
         "",
         "## Validation answers",
@@ -65,6 +69,8 @@ def validation_lines(check: dict[str, Any] | None) -> list[str]:
         "| --- | ---: | ---: | ---: | --- | --- |",
     ]
     for key, name in names.items():
+        if key not in check:
+            continue
         c = check[key]
         mix = ", ".join(f"{k} {v}" for k, v in c["answers"].items())
         gold = ", ".join(f"{k} {v}" for k, v in c["gold"].items())

@@ -40,7 +40,7 @@ from memops.train.card import write_card
 from memops.train.config import TrainConfig
 from memops.train.cpu import cpu_model, labelled_positions_only, matmul_flags, native_bf16
 from memops.train.tracking import check_tracker
-from memops.train.validation import check_decisions
+from memops.train.validation import check_decisions, read_sets
 
 
 class AdapterExists(RuntimeError):
@@ -94,7 +94,10 @@ def balanced(dataset, seed: int):  # datasets.Dataset -> datasets.Dataset
     return dataset.select(sorted(i for rows in by_label.values() for i in rng.sample(rows, n)))
 
 
-def load_splits(cfg: TrainConfig):  # -> (train, validation) datasets.Dataset
+def load_splits(cfg: TrainConfig):  # -> (train, validation, fingerprint, real validation rows)
+    """The train split, the validation split's scenarios (at most ``max_eval_samples`` of them:
+    the evaluation loss) and its rows of real trajectories (``real_validation``), which a decision
+    adapter's answers are read on whole."""
     from datasets import load_from_disk
 
     path = dataset_dir(cfg.datasets_dir, cfg.fold, cfg.op.name)
@@ -107,26 +110,32 @@ def load_splits(cfg: TrainConfig):  # -> (train, validation) datasets.Dataset
     train = dd["train"]
     if cfg.balance_labels and cfg.op.name in DECISIONS:
         train = balanced(train, cfg.seed)
-    validation = dd["validation"]
+    validation, real = dd["validation"], []
+    sources = validation["source"] if "source" in validation.column_names else []
+    if any(source != "synthetic" for source in sources):
+        real = [dict(validation[i]) for i, source in enumerate(sources) if source != "synthetic"]
+        validation = validation.select([i for i, source in enumerate(sources) if source == "synthetic"])
     if cfg.max_eval_samples is not None and cfg.max_eval_samples < len(validation):
         validation = validation.shuffle(seed=cfg.seed).select(range(cfg.max_eval_samples))
     return (
         train.select_columns(keep),
         validation.select_columns(keep),
         train._fingerprint + "/" + validation._fingerprint,
+        [{key: row[key] for key in keep} for row in real],
     )
 
 
 def trained_trajectories(cfg: TrainConfig) -> list[str] | None:
-    """The trajectories the fold's train split holds examples of (an example's ``group`` is its
-    episode), for the manifest: what decides where scoring this adapter would be a leak. None
-    for a dataset made elsewhere, without the column: its fold's name decides then."""
+    """The trajectories the fold's train and validation splits hold examples of (an example's
+    ``group`` is its episode; checkpoints may be chosen on the validation split), for the
+    manifest: what decides where scoring this adapter would be a leak. None for a dataset made
+    elsewhere, without the column: its fold's name decides then."""
     from datasets import load_from_disk
 
-    train = load_from_disk(str(dataset_dir(cfg.datasets_dir, cfg.fold, cfg.op.name)))["train"]
-    if "group" not in train.column_names:
+    splits = load_from_disk(str(dataset_dir(cfg.datasets_dir, cfg.fold, cfg.op.name)))
+    if any("group" not in splits[name].column_names for name in ("train", "validation")):
         return None
-    groups = set(train["group"])
+    groups = set(splits["train"]["group"]) | set(splits["validation"]["group"])
     return [name for name in cfg.sources().names() if name in groups]
 
 
@@ -391,15 +400,18 @@ def finished_manifest(cfg: TrainConfig) -> dict[str, Any]:
 
 
 def validation_answers(
-    cfg: TrainConfig, trainer: Any, tokenizer: Any, rows: list[dict[str, Any]]
+    cfg: TrainConfig,
+    trainer: Any,
+    tokenizer: Any,
+    rows: list[dict[str, Any]],
+    real: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """A decision adapter's own answers on validation data, read in the precision it trained in,
-    logged with the trainer's metrics, and a one-line warning where it collapsed or dropped a label."""
+    """A decision adapter's own answers on validation data (``real``: the real trajectories' rows),
+    read in the precision it trained in, logged with the trainer's metrics, and a one-line warning
+    where it collapsed or dropped a label."""
     with autocast(precision(cfg)):
-        decisions = check_decisions(trainer.model, tokenizer, cfg.op.name, rows)
-    trainer.log(
-        {f"validation_{name}_accuracy": decisions[name]["accuracy"] for name in ("split", "contract")}
-    )
+        decisions = check_decisions(trainer.model, tokenizer, cfg.op.name, rows, real or [])
+    trainer.log({f"validation_{name}_accuracy": decisions[name]["accuracy"] for name in read_sets(decisions)})
     if not trainer.is_world_process_zero():  # every rank reads (a sharded model runs in step); one says
         return decisions
     print(f"{cfg.op.name} validation answers: {json.dumps(decisions)}", flush=True)
@@ -446,7 +458,7 @@ def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str
         prepare(cfg)
     threads = deterministic_cpu()
     set_seed(cfg.seed)
-    train_ds, eval_ds, data_fingerprint = load_splits(cfg)
+    train_ds, eval_ds, data_fingerprint, real = load_splits(cfg)
     model, tokenizer = load_model(cfg.model)
     if (attention := packed_attention(cfg)) != "mask":
         attend_per_example(model, attention)
@@ -472,7 +484,7 @@ def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str
     if selects_by_answers(cfg):
         from memops.train.selection import ReadAnswers, answers_curve
 
-        reader = ReadAnswers(cfg, trainer, tokenizer, list(eval_ds))
+        reader = ReadAnswers(cfg, trainer, tokenizer, list(eval_ds), real)
         trainer.add_callback(reader)
     started = time.perf_counter()
     with (
@@ -493,7 +505,7 @@ def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str
     decisions = None
     if cfg.op.name in DECISIONS and trainer.is_world_process_zero():
         decisions = (reader.reads.get(selected) if reader else None) or validation_answers(
-            cfg, trainer, tokenizer, list(eval_ds)
+            cfg, trainer, tokenizer, list(eval_ds), real
         )
 
     if not save_adapter(trainer, tokenizer, out):  # multi-GPU: rank 0 writes the rest

@@ -16,11 +16,13 @@ from transformers import TrainerCallback
 
 from memops.train.config import TrainConfig
 from memops.train.recipe import validation_answers
+from memops.train.validation import read_sets
 
 
 def pooled(decisions: dict[str, Any], key: str = "accuracy") -> float:
-    """A per-row mean over every row ``check_decisions`` read, the split's and the suite's alike."""
-    sets = [decisions[name] for name in ("split", "contract")]
+    """A per-row mean over every row ``check_decisions`` read, the split's, the suite's and the
+    real trajectories' alike."""
+    sets = [decisions[name] for name in read_sets(decisions)]
     return sum(s[key] * s["n"] for s in sets) / max(1, sum(s["n"] for s in sets))
 
 
@@ -29,7 +31,7 @@ def rank(decisions: dict[str, Any]) -> float:
     mean probability. That term is below 1 / (n + 1), under one row's worth of exact match, so
     it orders only checkpoints that answer alike often; without it a tie keeps the earlier step
     (the Trainer's comparison is strict), often one still on the label-mix plateau."""
-    n = sum(decisions[name]["n"] for name in ("split", "contract"))
+    n = sum(decisions[name]["n"] for name in read_sets(decisions))
     return pooled(decisions) + pooled(decisions, "gold_probability") / (n + 1)
 
 
@@ -40,15 +42,22 @@ class ReadAnswers(TrainerCallback):
     Trainer ranks checkpoints by once the callbacks have seen the metrics. ``reads`` keeps each
     step's answers for the manifest."""
 
-    def __init__(self, cfg: TrainConfig, trainer: Any, tokenizer: Any, rows: list[dict[str, Any]]) -> None:
-        self.cfg, self.trainer, self.tokenizer, self.rows = cfg, trainer, tokenizer, rows
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        trainer: Any,
+        tokenizer: Any,
+        rows: list[dict[str, Any]],
+        real: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self.cfg, self.trainer, self.tokenizer, self.rows, self.real = cfg, trainer, tokenizer, rows, real
         self.reads: dict[int, dict[str, Any]] = {}
 
     def on_evaluate(
         self, args: Any, state: Any, control: Any, metrics: dict[str, float] | None = None, **_: Any
     ):
         if metrics is not None:  # on every rank: each ranks checkpoints by it, and reads run in step
-            decisions = validation_answers(self.cfg, self.trainer, self.tokenizer, self.rows)
+            decisions = validation_answers(self.cfg, self.trainer, self.tokenizer, self.rows, self.real)
             self.reads[state.global_step] = decisions
             read = {"eval_decisions": pooled(decisions), "eval_decisions_rank": rank(decisions)}
             metrics.update(read)

@@ -5,8 +5,9 @@ A decision adapter can lower its validation loss while answering one label for n
 input (docs/log/transfer.md: the demo's recipe at seeds 1 and 2). The loss does not show it; the
 answers do. Each validation prompt's allowed answers (``Operator.answers``) are read by the
 adapter's likelihood, teacher-forced (``backends.prefixes.read_continuations``), on the model in
-memory: no decoding, no second load. The rows are the validation split the trainer evaluated
-and the contract suite's validation part, whose names and values no training source uses.
+memory: no decoding, no second load. The rows are the validation split the trainer evaluated,
+the contract suite's validation part, whose names and values no training source uses, and where
+the data holds them, the real trajectories of the validation split (``real_validation``).
 The same reads fit the offsets that ``decisions=calibrated`` applies (``operators.offsets``).
 """
 
@@ -88,17 +89,36 @@ def per_region(cases: Sequence[dict[str, Any]], n: int = PER_REGION) -> list[dic
     return out
 
 
+SETS = ("split", "contract", "real")
+"""The validation sets a decision adapter's answers are read on: the dataset's validation rows
+(of the scenarios), the contract suite's validation part, and the real trajectories' rows where
+the validation split holds any."""
+
+
+def read_sets(decisions: dict[str, Any]) -> list[str]:
+    """The sets a read of ``check_decisions`` holds, in ``SETS`` order."""
+    return [name for name in SETS if name in decisions]
+
+
 def check_decisions(
-    model: Any, tokenizer: Any, op: str, validation: Sequence[dict[str, Any]]
+    model: Any,
+    tokenizer: Any,
+    op: str,
+    validation: Sequence[dict[str, Any]],
+    real: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
-    """Exact match and label mix per validation set (``split``: the dataset's validation rows;
-    ``contract``: the suite's validation part), and over both the collapse flag and the labels
-    dropped."""
+    """Exact match and label mix per validation set (``SETS``: ``split``, the dataset's validation
+    rows; ``contract``, the suite's validation part; ``real``, the real trajectories' rows, where
+    given), and over all of them the collapse flag and the labels dropped."""
     from memops.operators.contract import suite
 
+    def gold(rows: Sequence[dict[str, Any]]) -> list[tuple[Any, str]]:
+        return [(row["prompt"], label_of(op, row["completion"][0]["content"])) for row in rows]
+
     sets = {
-        "split": [(row["prompt"], label_of(op, row["completion"][0]["content"])) for row in validation],
+        "split": gold(validation),
         "contract": [(case["prompt"], case["label"]) for case in per_region(suite(op, "validation"))],
+        **({"real": gold(real)} if real else {}),
     }
     was_training = model.training
     model.eval()
