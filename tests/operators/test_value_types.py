@@ -23,7 +23,7 @@ from memops.data.catalog import load_catalog
 from memops.data.trajectory import load_trajectories
 from memops.operators.backends.hf import HFBackend
 from memops.operators.backends.symbolic import SymbolicBackend
-from memops.operators.learned import Extraction, LearnedOperators, Outcome, in_type, proposals, typed
+from memops.operators.learned import Extraction, LearnedOperators, Outcome, in_type, proposals, quoted, typed
 from memops.operators.schemas import ExtractOutput, fill_model, json_schema
 
 CATALOG = load_catalog("python-project")
@@ -302,8 +302,8 @@ def test_proposed_extraction_reads_a_commits_added_lines_and_asks_the_adapter_fo
     for the pairs its added lines hold values of (no stage-1 call; the licence it does not name
     is not among them), and a fill that writes another value than the added one (the old
     specifier) is refused by the grammar's schema; the same text without its ``Changed lines``
-    paragraph goes to the adapter's selection, less the licence it does not state, and keeps the
-    fill's value."""
+    paragraph goes to the adapter's selection, less the licence it does not state, each pair's
+    value read among those the text states, and keeps the fill's value."""
     told = {
         "python.supported_versions": ">=3.8",
         "project.license": "MIT",
@@ -329,7 +329,41 @@ def test_proposed_extraction_reads_a_commits_added_lines_and_asks_the_adapter_fo
     assert other.selected == list(told) and other.calls[0].step == "select"
     assert {c.pair: c.value for c in other.claims} == told
     assert ops.calls["select"] == 1 and ops.calls["fill"] == 8
-    assert ops.calls["read"] == 1  # the runner alone has a choice: pytest, tox, or both
+    # The runner has a choice in both notes (pytest, tox, or both), the Python versions in the
+    # text whose old and new specifiers are no longer told apart by a paragraph.
+    assert ops.calls["read"] == 3
+
+
+def test_a_note_that_quotes_a_value_names_its_slot_and_states_it() -> None:
+    """A note that is no commit's (a wiki page, a contributor's word) quotes a value where it
+    names its slot: the pair its words name most is kept beside the adapter's selection where
+    the note states a value of its type, read in the type's own spelling up to the sentence's
+    period; a note that states none adds no pair."""
+
+    def note(text: str) -> Note:
+        return Note(id="w", at="2026-01-01T00:00:00+00:00", title="Outdated wiki page", text=text)
+
+    said = {
+        "gives the Python versions the project supports as >=3.9.": ("python.supported_versions", ">=3.9"),
+        "says where its continuous integration runs: GitHub Actions on Linux, macOS.": (
+            "ci.platforms",
+            "GitHub Actions on Linux, macOS",
+        ),
+        "keeps the minimum versions of its key dependencies at sniffio>=1.1.": (
+            "dependencies.minimums",
+            "sniffio>=1.1",
+        ),
+        "gives the maximum line length its formatter or linter is set to, in characters as 90.": (
+            "lint.line_length",
+            "90",
+        ),
+        "says its documentation is built by Sphinx (furo theme).": ("docs.builder", "Sphinx (furo theme)"),
+    }
+    for text, (pair, value) in said.items():
+        assert quoted(note(f"A wiki page {text}"), CATALOG, []) == {pair: [value]}
+    assert quoted(note("The wiki page on the Python versions is out of date."), CATALOG, []) == {}
+    selected = quoted(note("A wiki page gives the licence as MIT."), CATALOG, ["tests.runner"])
+    assert selected == {"project.license": ["MIT"]}  # the runner: a worded type the note never states
 
 
 def test_a_proposed_pairs_value_is_decoded_among_the_added_values_alone(tiny_model: Path) -> None:

@@ -372,11 +372,12 @@ class ValueType(BaseModel):
         return value if value is not None and re.fullmatch(self.grammar(), value) else None
 
 
+# A value may end a sentence: a period after it ends the span, a period before a digit does not.
 _LOOSE_SPECIFIER = re.compile(
-    r"(?:~=|==|!=|<=|>=|<|>|\^|~)\s*[234](?:\.(?:\d+|\*))*(?![\d.])"
-    r"(?:\s*,\s*(?:~=|==|!=|<=|>=|<|>)\s*[234](?:\.(?:\d+|\*))*(?![\d.]))*"
+    r"(?:~=|==|!=|<=|>=|<|>|\^|~)\s*[234](?:\.(?:\d+|\*))*(?!\d|\.[\d*])"
+    r"(?:\s*,\s*(?:~=|==|!=|<=|>=|<|>)\s*[234](?:\.(?:\d+|\*))*(?!\d|\.[\d*]))*"
 )
-_NUMBER = re.compile(r"(?<![\w.])\d{2,4}(?![\w.])")
+_NUMBER = re.compile(r"(?<![\w.])\d{2,4}(?!\w|\.\w)")
 _PERCENT = re.compile(r"fail[_-]under\s*[=:]?\s*[\"']?(\d+(?:\.\d+)?)|(?<![\w.])(\d+(?:\.\d+)?)\s*%")
 _PHRASE = re.compile(r"[|\n\";]|\s-\s")
 WHOLE: frozenset[ValueKind] = frozenset({"platforms"})
@@ -409,7 +410,7 @@ def _docs_spans(text: str) -> list[str]:
     nothing of the site."""
     themes = [f"Sphinx ({t} theme)" for t in _SPHINX_THEME.findall(text)]
     themes += [f"MkDocs ({t} theme)" for t in _MKDOCS_THEME.findall(text)]
-    return themes or _BUILDER_WORD.findall(text)
+    return themes or _own_spelling("docs", text) or _BUILDER_WORD.findall(text)
 
 
 def _platform_spans(text: str) -> list[str]:
@@ -430,7 +431,14 @@ def _platform_spans(text: str) -> list[str]:
     if systems:
         services.add("GitHub Actions")
     found = platforms(services, systems)
-    return [found] if found else []
+    return [found] if found else _own_spelling("platforms", text)
+
+
+def _own_spelling(kind: ValueKind, text: str) -> list[str]:
+    """The values ``text`` writes in the kind's own spelling (``GitHub Actions on Linux, macOS``,
+    ``Sphinx (furo theme)``), as a note that quotes a value states it, longest first where two
+    overlap."""
+    return [m.group(0) for m in re.finditer(GRAMMARS[kind], text)]
 
 
 def _spans(value: ValueType, text: str) -> list[str]:
@@ -450,8 +458,8 @@ def _spans(value: ValueType, text: str) -> list[str]:
         return _docs_spans(text)
     if kind == "platforms":
         return _platform_spans(text)
-    if kind == "pattern" and value.pattern:
-        return [m.group(0) for m in re.finditer(value.pattern, text) if m.group(0)]
+    if kind == "pattern" and value.pattern:  # a value that ends a sentence ends before its period
+        return [m.group(0).rstrip(".") for m in re.finditer(value.pattern, text) if m.group(0).rstrip(".")]
     return []
 
 

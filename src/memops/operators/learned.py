@@ -70,8 +70,9 @@ as the fill's answer by the adapter, the likeliest kept (``LearnedOperators.read
 type a line the commit added holds a value of (:func:`proposals`), and such a pair's fill is
 decoded with its value held to the values those lines state, then the likeliest of them, weighed
 as ``two-stage-read`` weighs, kept; for any other note, stage 1 is the adapter's selection less
-the worded pairs whose type the note holds no value of (:func:`stated`), filled as
-``two-stage-trained`` fills."""
+the worded pairs whose type the note holds no value of (:func:`stated`), and the pair whose
+words the note uses most where it states a value of its type (:func:`quoted`), each filled
+among the values of its type the note states, where it states any, as a proposed pair is."""
 STAGED_MODES: tuple[ExtractMode, ...] = (
     "two-stage-trained",
     "two-stage-scored",
@@ -202,6 +203,20 @@ def proposals(note: Note, catalog: Catalog) -> dict[str, list[str]] | None:
         for entry in catalog.entries
     }
     return {pair: values for pair, values in found.items() if values}
+
+
+def quoted(note: Note, catalog: Catalog, pairs: Sequence[str]) -> dict[str, list[str]]:
+    """For a note that does not say what its commit changed: the ``pairs`` selected for it and
+    the pair whose words it uses most (:func:`overlap_scores`: a note that quotes a value names
+    its slot, ``the Python versions the project supports as >=3.9``), each with the values of
+    its type the note states (``core.values.candidates``); the top pair only where it states
+    one, a selected pair with none where its type may be stated in other words (``stated``)."""
+    said = f"{note.title}\n{note.text}"
+    scores = overlap_scores(note, catalog)
+    top = max(scores, key=scores.__getitem__)
+    found = {pair: candidates(catalog.value_type(pair), said) for pair in dict.fromkeys([*pairs, top])}
+    kept = set(stated(note, catalog, pairs)) | ({top} if found[top] else set())
+    return {pair: values for pair, values in found.items() if pair in kept}
 
 
 def stated(note: Note, catalog: Catalog, pairs: Sequence[str]) -> list[str]:
@@ -423,17 +438,18 @@ class LearnedOperators:
         offered = [proposals(note, catalog) for note, catalog in notes]
         asked = [i for i, o in enumerate(offered) if o is None]
         selected = dict(zip(asked, self.select([notes[i] for i in asked], adapter), strict=True))
-        selections = []
+        selections, given = [], []
         for i, ((note, catalog), offer) in enumerate(zip(notes, offered, strict=True)):
             if offer is not None:  # the call it stands for: the stage-1 prompt, answered with them
                 raw = json.dumps({"pairs": list(offer)})
                 call = Outcome("propose", select_messages(note, catalog), raw, None, None, 0.0, 0)
                 selections.append(Extraction([], [call], list(offer)))
+                given.append(offer)
                 continue
             sel = selected[i]
-            pairs = stated(note, catalog, sel.output.pairs if isinstance(sel.output, Selection) else [])
-            selections.append(Extraction([], [sel], pairs))
-        given = [o or {} for o in offered]
+            found = quoted(note, catalog, sel.output.pairs if isinstance(sel.output, Selection) else [])
+            selections.append(Extraction([], [sel], list(found)))
+            given.append({pair: values for pair, values in found.items() if values})
         return self.read_values(notes, self._fill_selected(notes, selections, adapter, given), adapter, given)
 
     def read_values(
