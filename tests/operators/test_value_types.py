@@ -74,6 +74,8 @@ def test_every_mined_gold_value_is_already_in_its_types_one_spelling() -> None:
             "Travis CI; github actions on windows, ubuntu",
             "GitHub Actions on Linux, Windows; Travis CI",
         ),
+        ("dependencies.minimums", "Jinja2>=3.1.0, click>=8.1", "click>=8.1, jinja2>=3.1"),
+        ("dependencies.minimums", "typing_extensions~=4.5", "typing-extensions~=4.5"),
     ],
 )
 def test_a_respelling_is_normalised_to_the_one_spelling(pair: str, written: str, canonical: str) -> None:
@@ -91,6 +93,7 @@ def test_a_respelling_is_normalised_to_the_one_spelling(pair: str, written: str,
         ("docs.builder", "Sphinx, Sphinx"),  # the reader lists each builder once
         ("docs.builder", "Sphinx (furo)"),
         ("ci.platforms", "Travis CI on Linux"),  # systems are GitHub Actions' runners'
+        ("dependencies.minimums", "click<9"),  # an upper bound is no minimum
     ],
 )
 def test_a_phrase_is_no_value_of_a_typed_slot(pair: str, phrase: str) -> None:
@@ -332,6 +335,20 @@ def test_proposed_extraction_reads_a_commits_added_lines_and_asks_the_adapter_fo
     # The runner has a choice in both notes (pytest, tox, or both), the Python versions in the
     # text whose old and new specifiers are no longer told apart by a paragraph.
     assert ops.calls["read"] == 3
+
+
+def test_a_requirement_list_is_read_from_the_lines_that_set_it_where_a_note_has_them() -> None:
+    """The lower bounds a note states, as one list: a diff's requirement lines where the note
+    has nothing else; where it also holds the lines that set the list (``memops track``'s whole
+    read), those alone, so a build's ``requires`` bound on the diff stays out. A name and its
+    bound are read together only unspaced (``idna >= 2.8`` is not read): in a sentence, the word
+    before a specifier (``as >=3.9``) is no requirement's name."""
+    deps = CATALOG.value_type("dependencies.minimums")
+    diff = '+"sniffio>=1.1", | +"idna >= 2.8", | +"anyio[trio]>=4.0,<5", | +"rich<14",'
+    assert candidates(deps, diff.replace(" | ", "\n")) == ["anyio>=4.0, sniffio>=1.1"]
+    whole = 'requires = ["setuptools>=77"]\ndependencies = click>=8.1\ndependencies = Jinja2>=3.1.0'
+    assert candidates(deps, whole) == ["click>=8.1, jinja2>=3.1"]
+    assert candidates(deps, "The guide keeps them at sniffio>=1.1.") == ["sniffio>=1.1"]
 
 
 def test_a_note_that_quotes_a_value_names_its_slot_and_states_it() -> None:

@@ -428,3 +428,41 @@ def test_a_commit_that_moves_one_runner_is_read_over_every_workflow(tmp_path: Pa
         "docs.builder": ["Sphinx (furo theme)"],
     }
     assert proposals(said[1], catalog) == {"ci.platforms": ["GitHub Actions on Linux, Windows, macOS"]}
+
+
+def test_a_commit_that_bumps_one_requirement_is_read_over_the_whole_list(tmp_path: Path) -> None:
+    """A list one file states: a commit that raises one dependency's floor adds that line alone,
+    and a build's ``requires`` bound sits in the same file; read whole, the note shows every
+    install requirement after the key that sets it, so the list is proposed whole (from those
+    lines, not the diff's), and the build's bound, an extra's and an upper bound are in none of
+    it."""
+    from memops.data.catalog import load_catalog, slots_read
+    from memops.operators.learned import proposals
+    from memops.track.git import note
+
+    repo = tmp_path / "lib"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+
+    def pyproject(click: str) -> str:
+        return (
+            '[build-system]\nrequires = ["setuptools>=77"]\nbuild-backend = "setuptools.build_meta"\n'
+            '[project]\nname = "lib"\ndependencies = [\n'
+            f'  "click>={click}",\n  "Jinja2 >= 3.1.0",\n  \'tzdata>=2020.1; sys_platform == "win32"\',\n'
+            '  "rich<14",\n]\n[project.optional-dependencies]\ndocs = ["sphinx>=7"]\n'
+        )
+
+    (repo / "pyproject.toml").write_text(pyproject("8.0"))
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "Package", date="2024-03-01T10:00:00+01:00")
+    (repo / "pyproject.toml").write_text(pyproject("8.1"))
+    git(repo, "commit", "-qam", "Raise click's floor", date="2024-03-02T10:00:00+01:00")
+    read_from, catalog = slots_read("python-project"), load_catalog("python-project")
+    whole = "click>=8.1, jinja2>=3.1, tzdata>=2020.1"
+    bump = commits(repo)[1]
+    text = note(repo, bump, read_from, catalog)
+    assert "pyproject.toml: +dependencies = Jinja2>=3.1.0" in text  # beside the diff's own lines
+    said = Note(id=bump.sha, at=bump.at, commit=bump.sha, title=bump.subject, text=text)
+    assert proposals(said, catalog)["dependencies.minimums"] == [whole]
+    truth = catalog.value_type("dependencies.minimums").normalise(whole)
+    assert truth == whole  # the reader's spelling, which bench_track compares with

@@ -228,6 +228,51 @@ def percent(value: object) -> str | None:
     return f"{number:g}%" if 0 < number <= 100 else None
 
 
+_BOUND = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)(>=|~=|>)([0-9][A-Za-z0-9.]*)")
+_REQUIREMENT = re.compile(
+    r"(?<![\w.-])([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?"
+    r"((?:~=|==|!=|<=|>=|<|>)[0-9][A-Za-z0-9.*]*(?:,(?:~=|==|!=|<=|>=|<|>)[0-9][A-Za-z0-9.*]*)*)"
+)
+_CLAUSE = re.compile(r"(>=|~=|>)([0-9][A-Za-z0-9.]*)(?:,|$)")
+REQUIREMENTS_KEY = re.compile(r"^(?:dependencies|install_requires)\s*=")
+"""The keys that set a project's install requirements (PEP 621's ``dependencies``, setuptools'
+``install_requires``): ``memops track`` writes a list it reads whole one requirement a line
+after its key (``data.facts.requirement_lines``); a build's ``requires`` is not among them."""
+
+
+def lower_bound(name: str, operator: str, number: str) -> str:
+    """A requirement's lower bound in one spelling: its name normalised (PEP 503) and its version
+    spelled by :func:`version` (``Jinja2>=2.7.0``: ``jinja2>=2.7``)."""
+    return f"{re.sub(r'[-_.]+', '-', name).lower()}{operator}{version(number.rstrip('.'))}"
+
+
+def requirement_list(text: str) -> str | None:
+    """A list of lower bounds (``click>=7.0, jinja2>=2.7``) respelled by :func:`lower_bound` and
+    :func:`listed`; a list cut short (``(+2 more)``) as written; None where an item is none."""
+    if " (+" in text:
+        return text
+    bounds = [_BOUND.fullmatch(part.strip()) for part in text.split(",")]
+    return listed(lower_bound(*b.groups()) for b in bounds if b) if all(bounds) else None
+
+
+def _requirement_spans(text: str) -> list[str]:
+    """The lower bounds of every requirement ``text`` states, as one list: of the lines that set
+    the requirements (:data:`REQUIREMENTS_KEY`) where it has any, as a whole list read from the
+    files holds them, else of every line (a diff's ``"sniffio>=1.1",``; a sentence that quotes
+    a list). A name is read with its specifier unspaced, as ``packaging`` writes a requirement:
+    in a sentence, the word before a specifier (``as >=3.9``) names nothing."""
+    lines = text.splitlines()
+    keyed = [line for line in lines if REQUIREMENTS_KEY.match(line)]
+    bounds = [
+        lower_bound(name, *clause)
+        for line in keyed or lines
+        for name, spec in _REQUIREMENT.findall(line)
+        for clause in _CLAUSE.findall(spec)
+    ]
+    found = listed(bounds)
+    return [found] if found else []
+
+
 # -- slot types ----------------------------------------------------------------------------------
 
 ValueKind = Literal[
@@ -240,6 +285,7 @@ ValueKind = Literal[
     "percent",
     "docs",
     "platforms",
+    "requirements",
     "pattern",
 ]
 
@@ -258,6 +304,7 @@ def _escape(text: str) -> str:
 
 
 _THEME = r"( \([A-Za-z0-9_.-]+ theme\))?"
+_LOWER_BOUND = "[a-z0-9-]+(>=|~=|>)[0-9][a-z0-9.]*"
 _OS = "(Linux|Windows|macOS)"
 _SERVICE = "(AppVeyor|Azure Pipelines|CircleCI|GitLab CI|Travis CI)"
 _SPDX_ID = "|".join([*(_escape(name) for _, name in SPDX_SPELLINGS), "BSD-2-Clause", "BSD-3-Clause", _GNU_ID])
@@ -268,6 +315,7 @@ GRAMMARS: dict[ValueKind, str] = {
     "percent": r"[0-9]{1,3}(\.[0-9]{1,2})?%",
     "docs": rf"MkDocs{_THEME}(, Sphinx{_THEME})?|Sphinx{_THEME}",
     "platforms": f"(GitHub Actions( on {_OS}(, {_OS})*)?|{_SERVICE})(; {_SERVICE})*",
+    "requirements": rf"{_LOWER_BOUND}(, {_LOWER_BOUND})*( \(\+[0-9]+ more\))?",
 }
 """The regular expressions the built-in kinds' values are written in."""
 LIST_SPLIT = re.compile(r"\s*(?:,|;|\band\b|/)\s*")
@@ -291,7 +339,8 @@ class ValueType(BaseModel):
     (``hatchling.build: [hatchling]``); ``python-specifier`` a version specifier for Python
     (``>=3.8``), ``spdx`` an SPDX licence expression, ``integer`` and ``percent`` a number,
     ``docs`` a documentation site's builders with their themes (``Sphinx (furo theme)``),
-    ``platforms`` where CI runs (``GitHub Actions on Linux, macOS; Travis CI``);
+    ``platforms`` where CI runs (``GitHub Actions on Linux, macOS; Travis CI``),
+    ``requirements`` the lower bounds of the install requirements (``click>=7.0, jinja2>=2.7``);
     ``pattern`` any value ``pattern`` matches whole. :meth:`grammar` is the regular expression
     decoding is held to, :meth:`normalise` the one spelling a claim reaches the engine in."""
 
@@ -367,6 +416,8 @@ class ValueType(BaseModel):
             value = docs_site(flat)
         elif self.kind == "platforms":
             value = platform_list(flat)
+        elif self.kind == "requirements":
+            value = requirement_list(flat)
         else:
             value = flat
         return value if value is not None and re.fullmatch(self.grammar(), value) else None
@@ -380,10 +431,11 @@ _LOOSE_SPECIFIER = re.compile(
 _NUMBER = re.compile(r"(?<![\w.])\d{2,4}(?!\w|\.\w)")
 _PERCENT = re.compile(r"fail[_-]under\s*[=:]?\s*[\"']?(\d+(?:\.\d+)?)|(?<![\w.])(\d+(?:\.\d+)?)\s*%")
 _PHRASE = re.compile(r"[|\n\";]|\s-\s")
-WHOLE: frozenset[ValueKind] = frozenset({"platforms"})
-"""The kinds whose value sums up every file a slot reads (the systems of every workflow): a
-commit that changes one of them is read over all of them as it leaves them (``track.git.note``),
-since its diff holds only the runner it moved."""
+WHOLE: frozenset[ValueKind] = frozenset({"platforms", "requirements"})
+"""The kinds whose value sums up every file a slot reads (the systems of every workflow) or a
+whole list a file states (the install requirements): a commit that changes one of them is read
+over all of them as it leaves them (``track.git.note``), since its diff holds only the runner or
+the requirement it moved."""
 MARKS: dict[ValueKind, tuple[str, ...]] = {
     "docs": ("html_theme", "theme:"),
     "platforms": ("ubuntu-", "macos-", "windows-", "os:"),
@@ -458,16 +510,18 @@ def _spans(value: ValueType, text: str) -> list[str]:
         return _docs_spans(text)
     if kind == "platforms":
         return _platform_spans(text)
+    if kind == "requirements":
+        return _requirement_spans(text)
     if kind == "pattern" and value.pattern:  # a value that ends a sentence ends before its period
         return [m.group(0).rstrip(".") for m in re.finditer(value.pattern, text) if m.group(0).rstrip(".")]
     return []
 
 
 WORDED: frozenset[ValueKind] = frozenset(
-    {"choice", "tools", "python-specifier", "spdx", "integer", "percent"}
+    {"choice", "tools", "python-specifier", "spdx", "integer", "percent", "requirements"}
 )
 """The kinds whose values a note that states them writes in their own words (a tool's name, a
-specifier, a licence id, a number). A ``platforms``, ``docs`` or ``pattern`` value is often the
+specifier, a licence id, a number, a requirement). A ``platforms``, ``docs`` or ``pattern`` value is often the
 reader's summary of the files (``GitHub Actions on Linux, Windows`` from a workflow's
 ``runs-on``, ``Sphinx (furo theme)`` from ``html_theme``) and ``text`` is anything: a note can
 state those without a span of their form."""

@@ -28,13 +28,13 @@ from memops.core.values import (
     CI_FILES,
     SYSTEMS,
     listed,
+    lower_bound,
     one_line,
     percent,
     platforms,
     poetry_constraint,
     python_specifier,
     themed,
-    version,
 )
 from memops.data.licences import licence
 from memops.data.project_files import (
@@ -350,18 +350,43 @@ def ci_platforms(files: Files) -> str | None:
 
 def requirements(files: Files) -> list[str]:
     """The install requirements, from the first file that lists them."""
+    return stated_requirements(files)[1]
+
+
+def stated_requirements(files: Files) -> tuple[str, list[str]]:
+    """The first file that lists the install requirements, and them (``("", [])`` where none
+    does)."""
     data = pyproject(files)
     if deps := data.get("project", {}).get("dependencies"):
-        return [str(d) for d in deps]
+        return "pyproject.toml", [str(d) for d in deps]
     if deps := flit_metadata(files).get("requires"):
-        return [str(d) for d in deps] if isinstance(deps, list) else []
+        return "pyproject.toml", [str(d) for d in deps] if isinstance(deps, list) else []
     if poetry := tool(files).get("poetry", {}).get("dependencies"):
-        return [poetry_requirement(name, spec) for name, spec in poetry.items() if name != "python"]
+        return "pyproject.toml", [poetry_requirement(n, spec) for n, spec in poetry.items() if n != "python"]
     cfg = ini(files, "setup.cfg").get("options", "install_requires", fallback="")
     if cfg.strip():
-        return [line.split("#")[0].strip() for line in cfg.splitlines() if line.split("#")[0].strip()]
+        return "setup.cfg", [
+            line.split("#")[0].strip() for line in cfg.splitlines() if line.split("#")[0].strip()
+        ]
     deps = setup_py(files).get("install_requires")
-    return [str(d) for d in deps] if isinstance(deps, list | tuple) else []
+    return "setup.py", [str(d) for d in deps] if isinstance(deps, list | tuple) else []
+
+
+def requirement_lines(files: Files) -> list[tuple[str, str]]:
+    """The install requirements as the lines that state them, a requirement a line after the key
+    that sets them (``pyproject.toml``, ``dependencies = python-dateutil>=2.6``; a Poetry table
+    as the PEP 508 requirements it means; setuptools' ``install_requires``), each spelled as
+    ``packaging`` writes it: how ``memops track`` shows a list it reads whole
+    (``core.values.WHOLE``)."""
+    path, found = stated_requirements(files)
+    key = "dependencies" if path == "pyproject.toml" else "install_requires"
+    lines = []
+    for text in found:
+        try:
+            lines.append((path, f"{key} = {Requirement(text)}"))
+        except InvalidRequirement:
+            continue
+    return lines
 
 
 def poetry_requirement(name: str, spec: object) -> str:
@@ -380,10 +405,9 @@ def dependency_minimums(files: Files) -> str | None:
             req = Requirement(text)
         except InvalidRequirement:
             continue
-        name = re.sub(r"[-_.]+", "-", req.name).lower()
         for spec in req.specifier:
             if spec.operator in (">=", "~=", ">"):
-                bounds.add(f"{name}{spec.operator}{version(spec.version)}")
+                bounds.add(lower_bound(req.name, spec.operator, spec.version))
     return listed(bounds)
 
 
@@ -402,6 +426,10 @@ READERS: dict[str, Reader] = {
     "dependency-minimums": dependency_minimums,
 }
 """Every reader a catalog's ``read_from`` may name."""
+STATING: dict[str, Callable[[Files], list[tuple[str, str]]]] = {"dependency-minimums": requirement_lines}
+"""The readers of a whole list one file states, and the lines (path, line) that state it: what a
+note that reads such a slot whole shows (``data.mine.changed_summary``), not the file's every
+line, of which the list is a few among other requirements (a build's, an extra's)."""
 KEYWORDS: dict[str, tuple[str, ...]] = {
     "requires-python": ("requires-python", "python_requires", "python="),
     "build-backend": ("build-backend",),

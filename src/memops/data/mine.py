@@ -30,7 +30,7 @@ from memops.core.records import CHANGE_SEPARATOR, CHANGED_FILES, CHANGED_LINES, 
 from memops.data import facts
 from memops.data.catalog import ReadFrom
 from memops.data.export import ExportError, commit_record, export_line, git
-from memops.data.facts import KEYWORDS, READERS
+from memops.data.facts import KEYWORDS, READERS, STATING
 from memops.data.mined_gold import (
     Change,
     MineError,
@@ -50,6 +50,9 @@ from memops.operators.schemas import MAX_PAIRS
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 """git's empty tree: what a root commit is compared with."""
+WHOLE_LINES = 16
+"""The most lines a whole list's note shows (``stating_lines``): a value past them would be
+longer than a claim holds."""
 LINES_PER_FACT = 4
 LINE_CHARS = 100
 MIN_CHANGES = 5
@@ -204,7 +207,8 @@ def changed_summary(
     (``EMPTY_TREE``: every line of the files, as added) is asked of git only where a slot's files
     changed. A slot of ``whole`` (pairs) whose files the commit changed is read over all of them
     as the commit leaves them, every line as added: its value sums up every file (the systems of
-    every workflow), and a diff holds only what moved."""
+    every workflow), and a diff holds only what moved; a whole list one file states (the install
+    requirements, ``facts.STATING``) by the lines that state it alone."""
     lines: list[str] = []
     tree: list[str] = []
     for source, marks in slots:
@@ -213,6 +217,9 @@ def changed_summary(
             continue
         parent = parent or parent_of(repo, commit)
         base = parent
+        if source.pair in whole and source.reader in STATING:
+            lines += [x for x in stating_lines(repo, commit, source) if x not in lines]
+            continue
         if source.pair in whole:
             tree = tree or git(repo, "ls-tree", "-r", "--name-only", commit).splitlines()
             paths, base = [p for p in tree if source.reads(p)], EMPTY_TREE
@@ -221,6 +228,18 @@ def changed_summary(
             if line not in lines:
                 lines.append(line)
     return CHANGED_LINES + CHANGE_SEPARATOR.join(lines) if lines else CHANGED_FILES + ", ".join(files)
+
+
+def stating_lines(repo: Path, commit: str, source: ReadFrom) -> list[str]:
+    """The lines that state a whole list ``source`` reads (``facts.STATING``) as ``commit``
+    leaves its files, each as added, at most ``WHOLE_LINES`` of them."""
+    blobs = Blobs(repo)
+    try:
+        read = files_at(repo, blobs, commit, list(source.files))
+    finally:
+        blobs.close()
+    stated = STATING[source.reader](read)[:WHOLE_LINES]
+    return [f"{path}: +{' '.join(line.split())[:LINE_CHARS]}" for path, line in stated]
 
 
 def parent_of(repo: Path, commit: str) -> str:
