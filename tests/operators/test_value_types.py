@@ -351,6 +351,19 @@ def test_a_requirement_list_is_read_from_the_lines_that_set_it_where_a_note_has_
     assert candidates(deps, "The guide keeps them at sniffio>=1.1.") == ["sniffio>=1.1"]
 
 
+def test_a_bare_bsd_is_told_by_the_licence_texts_clauses() -> None:
+    """``license='BSD'`` names no SPDX id; a note that shows the LICENSE text's clauses (their
+    lines marked as a licence's) states which: the third clause, ``endorse or promote``, makes it
+    3-clause, as the miner's reader tells it."""
+    licence = CATALOG.value_type("project.license")
+    assert "endorse or promote" in licence.spellings() and "license" in licence.spellings()
+    named = "license='BSD',\n\"License :: OSI Approved :: BSD License\","
+    clauses = "Redistribution and use in source and binary forms, with or\nmay be used to endorse or promote"
+    assert candidates(licence, named) == []
+    assert candidates(licence, f"{clauses}\n{named}") == ["BSD-3-Clause"]
+    assert candidates(licence, clauses.splitlines()[0]) == ["BSD-2-Clause"]
+
+
 def test_a_note_that_quotes_a_value_names_its_slot_and_states_it() -> None:
     """A note that is no commit's (a wiki page, a contributor's word) quotes a value where it
     names its slot: the pair its words name most is kept beside the adapter's selection where

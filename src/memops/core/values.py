@@ -145,6 +145,40 @@ def spdx_one(text: str) -> str | None:
     return _bsd(low) if re.search(r"\bbsd\b", low) else None
 
 
+LICENCE_TEXTS = (
+    ("Apache License", "Apache-2.0"),
+    ("Permission is hereby granted, free of charge", "MIT"),
+    ("Permission to use, copy, modify, and/or distribute this software for any purpose", "ISC"),
+    ("Mozilla Public License Version 2.0", "MPL-2.0"),
+    ("Mozilla Public License, version 2.0", "MPL-2.0"),
+    ("PYTHON SOFTWARE FOUNDATION LICENSE", "PSF-2.0"),
+    ("Redistribution and use in source and binary forms", "BSD"),
+)
+"""Phrases of a licence text and the licence they identify (case-insensitive; the BSD clauses
+and the GNU licences are told apart by :func:`licence_text`)."""
+
+
+def licence_text(text: str) -> str | None:
+    """The licence a LICENSE file's text is: the one it starts with, where a file goes on to
+    bundle a vendored project's licence (pipx's MIT, then Armin Ronacher's BSD); None where it
+    holds none this knows."""
+    flat = " ".join(text.split())
+    if "GNU LESSER GENERAL PUBLIC LICENSE" in flat:
+        return "LGPL-3.0" if "Version 3" in flat else "LGPL-2.1"
+    if "GNU GENERAL PUBLIC LICENSE" in flat:
+        return "GPL-3.0" if "Version 3" in flat else "GPL-2.0"
+    low = flat.lower()
+    found = sorted(
+        (low.find(phrase.lower()), name) for phrase, name in LICENCE_TEXTS if phrase.lower() in low
+    )
+    if not found:
+        return None
+    name = found[0][1]
+    if name == "BSD":
+        return "BSD-3-Clause" if "endorse or promote" in low else "BSD-2-Clause"
+    return name
+
+
 def spdx(text: str) -> str | None:
     """A licence statement as an SPDX expression: each licence of ``A or B`` / ``A and B`` by its
     id, sorted within the operator; None where any part names no licence this knows."""
@@ -439,10 +473,12 @@ the requirement it moved."""
 MARKS: dict[ValueKind, tuple[str, ...]] = {
     "docs": ("html_theme", "theme:"),
     "platforms": ("ubuntu-", "macos-", "windows-", "os:"),
+    "spdx": ("license", "licence", *(phrase for phrase, _ in LICENCE_TEXTS), "endorse or promote"),
 }
 """The words that mark a line stating a value of these kinds: the keys that set a documentation
 site's theme (Sphinx's ``html_theme``, MkDocs' ``theme``), a CI runner's label or ``os`` key
-(``macOS`` in a job's name puts no runner there)."""
+(``macOS`` in a job's name puts no runner there), a licence's name or the phrases that tell a
+licence text (a BSD text's clauses: ``endorse or promote`` is the third)."""
 _LABEL = re.compile(r"(?<![\w-])(ubuntu|macos|windows)(-[\w.]+)?(?![\w-])", re.IGNORECASE)
 _OS_KEY = re.compile(r"^\W*(?:os|runs-on|platform)\W*:", re.IGNORECASE)
 _PIECE = re.compile(r"\n| \| ")
@@ -500,8 +536,9 @@ def _spans(value: ValueType, text: str) -> list[str]:
         return value._mentions.findall(text)
     if kind == "python-specifier":
         return [m.group(0) for m in _LOOSE_SPECIFIER.finditer(text)]
-    if kind == "spdx":
-        return [part for part in _PHRASE.split(text) if 0 < len(part) <= MAX_VALUE_CHARS]
+    if kind == "spdx":  # a licence named, or a licence file's text (a bare BSD's clauses)
+        named = [part for part in _PHRASE.split(text) if 0 < len(part) <= MAX_VALUE_CHARS]
+        return [*named, *filter(None, [licence_text(text)])]
     if kind == "integer":
         return _NUMBER.findall(text)
     if kind == "percent":

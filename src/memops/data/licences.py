@@ -7,42 +7,8 @@ from __future__ import annotations
 
 import re
 
-from memops.core.values import spdx, spdx_one
+from memops.core.values import licence_text, spdx, spdx_one
 from memops.data.project_files import Disputed, Files, flit_metadata, ini, matching, pyproject, setup_py
-
-LICENCE_TEXTS = (
-    ("Apache License", "Apache-2.0"),
-    ("Permission is hereby granted, free of charge", "MIT"),
-    ("Permission to use, copy, modify, and/or distribute this software for any purpose", "ISC"),
-    ("Mozilla Public License Version 2.0", "MPL-2.0"),
-    ("Mozilla Public License, version 2.0", "MPL-2.0"),
-    ("PYTHON SOFTWARE FOUNDATION LICENSE", "PSF-2.0"),
-    ("Redistribution and use in source and binary forms", "BSD"),
-)
-"""Phrases of a licence text and the licence they identify (case-insensitive; the BSD clauses
-and the GNU licences are told apart by :func:`licence_text`)."""
-
-
-def licence_text(text: str) -> str | None:
-    """The licence a LICENSE file's text is: the one it starts with, where a file goes on to
-    bundle a vendored project's licence (pipx's MIT, then Armin Ronacher's BSD); None where it
-    holds none this knows."""
-    flat = " ".join(text.split())
-    if "GNU LESSER GENERAL PUBLIC LICENSE" in flat:
-        return "LGPL-3.0" if "Version 3" in flat else "LGPL-2.1"
-    if "GNU GENERAL PUBLIC LICENSE" in flat:
-        return "GPL-3.0" if "Version 3" in flat else "GPL-2.0"
-    low = flat.lower()
-    found = sorted(
-        (low.find(phrase.lower()), name) for phrase, name in LICENCE_TEXTS if phrase.lower() in low
-    )
-    if not found:
-        return None
-    name = found[0][1]
-    if name == "BSD":
-        return "BSD-3-Clause" if "endorse or promote" in low else "BSD-2-Clause"
-    return name
-
 
 BARE = ("BSD", "GPL", "LGPL", "AGPL")
 """Licence families a spelling can name without the variant or version an SPDX id needs."""
