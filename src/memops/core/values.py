@@ -524,8 +524,7 @@ def _platform_spans(text: str) -> list[str]:
 
 def _own_spelling(kind: ValueKind, text: str) -> list[str]:
     """The values ``text`` writes in the kind's own spelling (``GitHub Actions on Linux, macOS``,
-    ``Sphinx (furo theme)``), as a note that quotes a value states it, longest first where two
-    overlap."""
+    ``Sphinx (furo theme)``), as a note that quotes a value states it, in order."""
     return [m.group(0) for m in re.finditer(GRAMMARS[kind], text)]
 
 
