@@ -113,7 +113,8 @@ def load_splits(cfg: TrainConfig):  # -> (train, validation, fingerprint, real v
     validation, real = dd["validation"], []
     sources = validation["source"] if "source" in validation.column_names else []
     if any(source != "synthetic" for source in sources):
-        real = [dict(validation[i]) for i, source in enumerate(sources) if source != "synthetic"]
+        rows = [i for i, source in enumerate(sources) if source != "synthetic"]
+        real = validation.select(rows).select_columns(keep).to_list()
         validation = validation.select([i for i, source in enumerate(sources) if source == "synthetic"])
     if cfg.max_eval_samples is not None and cfg.max_eval_samples < len(validation):
         validation = validation.shuffle(seed=cfg.seed).select(range(cfg.max_eval_samples))
@@ -121,7 +122,7 @@ def load_splits(cfg: TrainConfig):  # -> (train, validation, fingerprint, real v
         train.select_columns(keep),
         validation.select_columns(keep),
         train._fingerprint + "/" + validation._fingerprint,
-        [{key: row[key] for key in keep} for row in real],
+        real,
     )
 
 
