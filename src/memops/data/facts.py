@@ -369,7 +369,7 @@ def stated_requirements(files: Files) -> tuple[str, list[str]]:
             line.split("#")[0].strip() for line in cfg.splitlines() if line.split("#")[0].strip()
         ]
     deps = setup_py(files).get("install_requires")
-    return "setup.py", [str(d) for d in deps] if isinstance(deps, list | tuple) else []
+    return ("setup.py", [str(d) for d in deps]) if isinstance(deps, list | tuple) else ("", [])
 
 
 def requirement_lines(files: Files) -> list[tuple[str, str]]:
