@@ -143,6 +143,29 @@ def test_tox_running_pytest_and_a_commented_section_are_read_as_written() -> Non
     )
 
 
+def test_each_runner_is_shown_by_the_first_line_that_sets_it_up() -> None:
+    """``memops track`` reads the runners whole from these lines: one per runner, so a project
+    that pytest configures and tox runs shows both, and the reader's list is theirs."""
+    files = {
+        "pyproject.toml": "[tool.pytest.ini_options]\naddopts = '-q'\n",
+        "tox.ini": "[tox]\nenvlist = py3\n[testenv]\ncommands = pytest {posargs}\n",
+    }
+    assert facts.runner_lines(files) == [
+        ("pyproject.toml", "[tool.pytest.ini_options]"),
+        ("tox.ini", "[tox]"),
+    ]
+    assert facts.test_runner(files) == "pytest, tox"
+    nox = {
+        "noxfile.py": "import nox\n\n@nox.session\ndef tests(session):\n    session.run('pytest',  '-q')\n"
+    }
+    assert facts.runner_lines(nox) == [
+        ("noxfile.py", "session.run('pytest', '-q')"),
+        ("noxfile.py", "import nox"),
+    ]
+    assert facts.test_runner(nox) == "nox, pytest"
+    assert facts.runner_lines({"setup.py": "setup()"}) == [] and facts.test_runner({}) is None
+
+
 def test_the_new_slots_read_what_their_files_set() -> None:
     pyproject = (
         "[tool.ruff]\nline-length = 100\n[tool.black]\nline-length = 88\n[tool.mypy]\nstrict = true\n"

@@ -466,3 +466,30 @@ def test_a_commit_that_bumps_one_requirement_is_read_over_the_whole_list(tmp_pat
     assert proposals(said, catalog)["dependencies.minimums"] == [whole]
     truth = catalog.value_type("dependencies.minimums").normalise(whole)
     assert truth == whole  # the reader's spelling, which bench_track compares with
+
+
+def test_a_commit_that_configures_pytest_is_read_with_the_tox_that_runs_it(tmp_path: Path) -> None:
+    """Keyring's runners are pytest and tox; a diff that configures pytest names pytest alone.
+    Read whole, the note shows a line for every runner the files set up, and the list is all of
+    them, in the reader's spelling."""
+    from memops.data.catalog import load_catalog, slots_read
+    from memops.operators.learned import proposals
+    from memops.track.git import note
+
+    repo = tmp_path / "lib"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "tox.ini").write_text("[tox]\nenvlist = py3\n[testenv]\ncommands = python -m unittest\n")
+    (repo / "pyproject.toml").write_text('[project]\nname = "lib"\n')
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "Package", date="2024-03-01T10:00:00+01:00")
+    (repo / "pyproject.toml").write_text(
+        '[project]\nname = "lib"\n[tool.pytest.ini_options]\naddopts = "-q"\n'
+    )
+    git(repo, "commit", "-qam", "Configure pytest", date="2024-03-02T10:00:00+01:00")
+    read_from, catalog = slots_read("python-project"), load_catalog("python-project")
+    configure = commits(repo)[1]
+    text = note(repo, configure, read_from, catalog)
+    assert "tox.ini: +[tox]" in text and "pyproject.toml: +[tool.pytest.ini_options]" in text
+    said = Note(id=configure.sha, at=configure.at, commit=configure.sha, title=configure.subject, text=text)
+    assert proposals(said, catalog)["tests.runner"] == ["pytest, tox"]

@@ -465,11 +465,11 @@ _LOOSE_SPECIFIER = re.compile(
 _NUMBER = re.compile(r"(?<![\w.])\d{2,4}(?!\w|\.\w)")
 _PERCENT = re.compile(r"fail[_-]under\s*[=:]?\s*[\"']?(\d+(?:\.\d+)?)|(?<![\w.])(\d+(?:\.\d+)?)\s*%")
 _PHRASE = re.compile(r"[|\n\";]|\s-\s")
-WHOLE: frozenset[ValueKind] = frozenset({"platforms", "requirements"})
-"""The kinds whose value sums up every file a slot reads (the systems of every workflow) or a
-whole list a file states (the install requirements): a commit that changes one of them is read
-over all of them as it leaves them (``track.git.note``), since its diff holds only the runner or
-the requirement it moved."""
+WHOLE: frozenset[ValueKind] = frozenset({"platforms"})
+"""The kinds whose value sums up every file a slot reads (the systems of every workflow): a commit
+that changes one of them is read over all of them as it leaves them (``track.git.note``), since
+its diff holds only the runner it moved. A list the miner's reader reads whole from the lines
+that state it (the install requirements, the test runners) is ``data.facts.STATING``'s."""
 MARKS: dict[ValueKind, tuple[str, ...]] = {
     "docs": ("html_theme", "theme:"),
     "platforms": ("ubuntu-", "macos-", "windows-", "os:"),
@@ -593,14 +593,22 @@ def line_states(value: ValueType, slot: str, path: str, line: str) -> bool:
     return True
 
 
+_TOOL_TABLE = re.compile(r"^\s*\[tool[.:]([\w-]+)")
+"""A project file's table that configures a tool (``[tool.pytest.ini_options]``, ``[tool:pytest]``),
+as the miner's readers take it: the tool is used."""
+
+
 def change_says(value: ValueType, slot: str, path: str, line: str) -> str:
     """What a line a commit added to ``path`` can say of ``slot``'s value: nothing where the
-    line cannot state it (:func:`line_states`); for a list of tools, a line that names one also
-    names the tool its file configures (``commands = pytest`` in ``tox.ini``: pytest, run by
-    tox); a line of ``mkdocs.yml`` names its builder (``theme: material``: MkDocs'), a line of a
-    CI service's file its service; else the line."""
+    line cannot state it (:func:`line_states`); for a list of tools, a tool's own table names it
+    (``[tool.mypy]``), and a line that names one also names the tool its file configures
+    (``commands = pytest`` in ``tox.ini``: pytest, run by tox); a line of ``mkdocs.yml`` names
+    its builder (``theme: material``: MkDocs'), a line of a CI service's file its service; else
+    the line."""
     if not line_states(value, slot, path, line):
         return ""
+    if value.kind == "tools" and (table := _TOOL_TABLE.match(line)):
+        line = f"{line}\n{table.group(1)}"
     if value.kind == "tools" and value._mentions.search(line):
         return f"{path}\n{line}"
     mkdocs = value.kind == "docs" and path.rsplit("/", 1)[-1].startswith("mkdocs.")

@@ -103,26 +103,54 @@ def tox_commands(files: Files) -> str:
 _PYTEST = re.compile(r"(?<![\w-])(?:py\.test|pytest)(?![\w-])")
 
 
-def test_runner(files: Files) -> str | None:
-    """pytest where it is configured (pyproject, setup.cfg, pytest.ini, tox.ini) or where tox or
-    nox runs it; tox where tox.ini or ``[tool.tox]`` sets it up; nox where there is a noxfile."""
+def runners(files: Files) -> dict[str, tuple[str, str]]:
+    """Each test runner the files set up, with the first line (path, line) that shows it:
+    pytest where it is configured (pyproject, setup.cfg, pytest.ini, tox.ini) or where tox or nox
+    runs it; tox where tox.ini or ``[tool.tox]`` sets it up; nox where there is a noxfile."""
     tools = tool(files)
     tox = tox_ini(files)
-    found = set()
-    if (
-        "pytest" in tools
-        or ini(files, "setup.cfg").has_section("tool:pytest")
-        or "pytest.ini" in files
-        or tox.has_section("pytest")
-        or _PYTEST.search(tox_commands(files))
-        or _PYTEST.search(files.get("noxfile.py", ""))
-    ):
-        found.add("pytest")
-    if "tox" in tools or tox.has_section("tox") or any(s.startswith("testenv") for s in tox.sections()):
-        found.add("tox")
-    if "noxfile.py" in files:
-        found.add("nox")
-    return listed(found)
+    tox_path = "tox.ini" if "tox.ini" in files else "pyproject.toml"
+    commands = tox_commands(files)
+    noxfile = files.get("noxfile.py", "")
+    environments = [s for s in tox.sections() if s.startswith("testenv")]
+    ways = {
+        "pytest": [
+            ("pytest" in tools, "pyproject.toml", "[tool.pytest.ini_options]"),
+            (ini(files, "setup.cfg").has_section("tool:pytest"), "setup.cfg", "[tool:pytest]"),
+            ("pytest.ini" in files, "pytest.ini", "[pytest]"),
+            (tox.has_section("pytest"), tox_path, "[pytest]"),
+            (_PYTEST.search(commands) is not None, tox_path, f"commands = {_holding(commands, _PYTEST)}"),
+            (_PYTEST.search(noxfile) is not None, "noxfile.py", _holding(noxfile, _PYTEST)),
+        ],
+        "tox": [
+            ("tox" in tools, "pyproject.toml", "[tool.tox]"),
+            (tox.has_section("tox"), tox_path, "[tox]"),
+            (bool(environments), tox_path, f"[{environments[0]}]" if environments else ""),
+        ],
+        "nox": [("noxfile.py" in files, "noxfile.py", "import nox")],
+    }
+    return {
+        runner: next((path, line) for holds, path, line in shown if holds)
+        for runner, shown in ways.items()
+        if any(holds for holds, _, _ in shown)
+    }
+
+
+def _holding(text: str, pattern: re.Pattern[str]) -> str:
+    """The first line of ``text`` that ``pattern`` matches in, its spaces folded."""
+    return next((" ".join(line.split()) for line in text.splitlines() if pattern.search(line)), "")
+
+
+def test_runner(files: Files) -> str | None:
+    """The test runners the files set up (:func:`runners`)."""
+    return listed(runners(files))
+
+
+def runner_lines(files: Files) -> list[tuple[str, str]]:
+    """The lines that show each test runner the files set up (:func:`runners`): how ``memops
+    track`` shows the runners it reads whole, since a diff that configures pytest says nothing of
+    the tox that runs it."""
+    return list(runners(files).values())
 
 
 LINTERS = {
@@ -376,8 +404,7 @@ def requirement_lines(files: Files) -> list[tuple[str, str]]:
     """The install requirements as the lines that state them, a requirement a line after the key
     that sets them (``pyproject.toml``, ``dependencies = python-dateutil>=2.6``; a Poetry table
     as the PEP 508 requirements it means; setuptools' ``install_requires``), each spelled as
-    ``packaging`` writes it: how ``memops track`` shows a list it reads whole
-    (``core.values.WHOLE``)."""
+    ``packaging`` writes it: how ``memops track`` shows a list it reads whole (``STATING``)."""
     path, found = stated_requirements(files)
     key = "dependencies" if path == "pyproject.toml" else "install_requires"
     lines = []
@@ -426,10 +453,14 @@ READERS: dict[str, Reader] = {
     "dependency-minimums": dependency_minimums,
 }
 """Every reader a catalog's ``read_from`` may name."""
-STATING: dict[str, Callable[[Files], list[tuple[str, str]]]] = {"dependency-minimums": requirement_lines}
-"""The readers of a whole list one file states, and the lines (path, line) that state it: what a
-note that reads such a slot whole shows (``data.mine.changed_summary``), not the file's every
-line, of which the list is a few among other requirements (a build's, an extra's)."""
+STATING: dict[str, Callable[[Files], list[tuple[str, str]]]] = {
+    "dependency-minimums": requirement_lines,
+    "test-runner": runner_lines,
+}
+"""The readers of a whole list (the install requirements one file states, the test runners the
+files set up), and the lines (path, line) that state it: what a note that reads such a slot whole
+shows (``data.mine.changed_summary``), not the files' every line, of which the list is a few
+among others (a build's requirements, an extra's; a tox environment's every setting)."""
 KEYWORDS: dict[str, tuple[str, ...]] = {
     "requires-python": ("requires-python", "python_requires", "python="),
     "build-backend": ("build-backend",),

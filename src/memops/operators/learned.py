@@ -189,19 +189,19 @@ def overlap_selection(note: Note, catalog: Catalog) -> Extraction:
 def proposals(note: Note, catalog: Catalog) -> dict[str, list[str]] | None:
     """Per catalog pair, the values of its type (``core.values.candidates``) that the lines the
     note's commit added state (``core.records.added_lines``), each line read for what it can say
-    of the slot (``core.values.change_says``); a pair with none is left out. None for a note that does
-    not say what its commit changed. A commit's note states a slot's new value on an added line,
-    its old one on a removed line; a number or a version in the commit message is most often an
-    issue or a release."""
+    of the slot (``core.values.change_says``); a pair with none is left out. For a list of tools
+    the lines' every tool together, the one value offered: the added lines name the tools the
+    files set up, and on the mined held-out notes whose lines name several, the gold is all of
+    them in each. None for a note that does not say what its commit changed. A commit's note
+    states a slot's new value on an added line, its old one on a removed line; a number or a
+    version in the commit message is most often an issue or a release."""
     added = added_lines(note.text)
     if added is None:
         return None
-    found = {
-        entry.pair: candidates(
-            entry.value, "\n".join(change_says(entry.value, entry.slot, *x) for x in added)
-        )
-        for entry in catalog.entries
-    }
+    found = {}
+    for entry in catalog.entries:
+        values = candidates(entry.value, "\n".join(change_says(entry.value, entry.slot, *x) for x in added))
+        found[entry.pair] = values[-1:] if entry.value.kind == "tools" else values  # the union is last
     return {pair: values for pair, values in found.items() if values}
 
 

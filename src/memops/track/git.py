@@ -22,6 +22,7 @@ from memops.core.records import Catalog
 from memops.core.values import WHOLE
 from memops.data.catalog import ReadFrom
 from memops.data.export import ExportError, git
+from memops.data.facts import STATING
 from memops.data.mine import changed_summary
 from memops.data.trajectory import note_text
 
@@ -79,13 +80,19 @@ def note(
     slot's lines: those that name one of its ``catalog`` type's names come first (``- id:
     ruff-format`` among a pre-commit file's hooks), a file at a time, then those holding its
     reader's keywords; a slot whose type sums up its files (``core.values.WHOLE``: the CI
-    platforms) over every one of them as the commit leaves them. A catalog that says where no
+    platforms) over every one of them as the commit leaves them, and a list the miner's reader
+    reads whole (``data.facts.STATING``: the install requirements, the test runners) by the
+    lines that state it. A catalog that says where no
     slot is read from gets the subject and body: nothing tells which of its lines could state a
     value. ``parent``: what the commit is compared with (default its first parent)."""
     if not read_from:
         return commit.text
     slots = [(s, catalog.value_type(s.pair).spellings() if catalog else ()) for s in read_from]
-    whole = {s.pair for s in read_from if catalog and catalog.value_type(s.pair).kind in WHOLE}
+    whole = {
+        s.pair
+        for s in read_from
+        if catalog and (catalog.value_type(s.pair).kind in WHOLE or s.reader in STATING)
+    }
     return note_text(
         commit, changed_summary(repo, commit.sha, commit.files, slots, parent, spread=True, whole=whole)
     )
