@@ -21,10 +21,11 @@ from memops.core.sources import Sources
 from memops.core.values import TEXT, ValueType, candidates, states
 from memops.data.catalog import load_catalog
 from memops.data.trajectory import load_trajectories
+from memops.memory.evidence import EVIDENCE_TYPES
 from memops.operators.backends.hf import HFBackend
 from memops.operators.backends.symbolic import SymbolicBackend
 from memops.operators.learned import Extraction, LearnedOperators, Outcome, in_type, proposals, quoted, typed
-from memops.operators.schemas import ExtractOutput, fill_model, json_schema
+from memops.operators.schemas import ExtractOutput, fill_model, json_schema, note_evidence
 
 CATALOG = load_catalog("python-project")
 
@@ -310,6 +311,20 @@ def test_a_tools_own_table_names_it() -> None:
         "typing.checker": ["mypy"],
         "tests.runner": ["pytest"],
     }
+
+
+def test_a_commits_note_of_its_changed_lines_is_filled_as_a_change_and_any_other_note_freely() -> None:
+    """The lines a commit added are that commit's change: its fill types the claim a code change
+    or a hotfix, never a stale observation the engine would weigh below the value it replaces;
+    the same text with no commit, or without its paragraph, may be any type."""
+
+    def allowed(note: Note) -> list[str]:
+        model = fill_model("tests.runner", ("main",), None, note_evidence(note))
+        return model.model_json_schema()["properties"]["evidence_type"]["enum"]
+
+    summary = NOTE.model_copy(update={"text": NOTE.text.removeprefix("Changed lines: ")})
+    assert allowed(NOTE) == ["code-change", "incident-hotfix"]
+    assert allowed(NOTE.model_copy(update={"commit": None})) == allowed(summary) == list(EVIDENCE_TYPES)
 
 
 def test_proposed_extraction_reads_a_commits_added_lines_and_asks_the_adapter_for_any_other_note() -> None:

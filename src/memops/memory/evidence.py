@@ -25,6 +25,8 @@ EVIDENCE_WEIGHTS: dict[str, int] = {
 """Trust of each evidence type; a claim backed by a commit earns ``COMMIT_BONUS`` on top."""
 
 EVIDENCE_TYPES: tuple[str, ...] = tuple(EVIDENCE_WEIGHTS)
+CHANGE_EVIDENCE: tuple[str, ...] = ("code-change", "incident-hotfix")
+"""The types of a change a commit made: what a commit's own diff is evidence of."""
 COMMIT_BONUS = 40
 
 _HEX = re.compile(r"[0-9a-f]{4,40}")

@@ -31,6 +31,7 @@ from memops.operators.schemas import (
     fill_model,
     json_schema,
     note_branches,
+    note_evidence,
     select_model,
 )
 
@@ -549,14 +550,15 @@ class LearnedOperators:
         adapter: str = "extract",
         values: Sequence[Sequence[str]] = (),
     ) -> list[Outcome]:
-        """Stage 2: one claim per selected pair; the pair is fixed, branch/env/evidence are enums,
+        """Stage 2: one claim per selected pair; the pair is fixed, branch/env/evidence are enums
+        (a commit's note that says what it changed: a code change or a hotfix),
         a typed slot's value is decoded under its type's grammar and normalised (:func:`typed`).
         ``values``, per item: the values its fill may write (none given: any of its type)."""
         asks = []
         for (note, catalog, pair), allowed in zip(items, values or [()] * len(items), strict=True):
             branches = note_branches(note)
             grammar = one_of(allowed) if allowed else catalog.value_type(pair).grammar()
-            model = fill_model(pair, branches, grammar)
+            model = fill_model(pair, branches, grammar, note_evidence(note))
             prompt = fill_messages(note, catalog, pair)
             asks.append((adapter, prompt, model, self._schema(model), fill_budget(pair, branches)))
         favours = [note.text if self.favour_note else None for note, _, _ in items]

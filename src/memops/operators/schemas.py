@@ -13,9 +13,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
-from memops.core.records import Catalog, ExtractedClaim, Note
+from memops.core.records import Catalog, ExtractedClaim, Note, added_lines
 from memops.core.values import MAX_VALUE_CHARS
 from memops.memory.compare import Relation, Winner
+from memops.memory.evidence import CHANGE_EVIDENCE, EVIDENCE_TYPES
 from memops.memory.lines import ONE_LINE
 from memops.memory.state import Action
 
@@ -88,9 +89,24 @@ def note_branches(note: Note) -> tuple[str, ...]:
     return tuple(dict.fromkeys(["main", *found]))
 
 
+def note_evidence(note: Note) -> tuple[str, ...]:
+    """The evidence types a fill may use: a commit's note that says what the commit changed
+    (``core.records.added_lines``) tells of a change the commit made, so a code change or a
+    hotfix; any other note, any type. Every such claim of the training data is a code change;
+    on the mined held-out notes the extract adapter typed 31 of 348 a stale observation, a claim
+    the engine then weighs 44 where the commit's change weighs 100."""
+    return CHANGE_EVIDENCE if note.commit and added_lines(note.text) is not None else EVIDENCE_TYPES
+
+
 @lru_cache(maxsize=1024)
-def fill_model(pair: str, branches: tuple[str, ...], grammar: str | None = None) -> type[ExtractedClaim]:
-    """The stage-2 schema for one selected pair: the pair is fixed, the closed domains are enums,
+def fill_model(
+    pair: str,
+    branches: tuple[str, ...],
+    grammar: str | None = None,
+    evidence: tuple[str, ...] = EVIDENCE_TYPES,
+) -> type[ExtractedClaim]:
+    """The stage-2 schema for one selected pair: the pair is fixed, the closed domains are enums
+    (the branches and ``evidence`` types the note allows: ``note_branches``, ``note_evidence``),
     and a typed slot's value is held to its type's ``grammar`` (``ValueType.grammar``)."""
     entity, slot = pair.split(".", 1)
     value: Any = (
@@ -105,6 +121,7 @@ def fill_model(pair: str, branches: tuple[str, ...], grammar: str | None = None)
         slot=(Literal[slot], ...),  # type: ignore[valid-type]
         branch=(Literal[branches], "main"),  # type: ignore[valid-type]
         value=value,
+        evidence_type=(Literal[evidence], ...),  # type: ignore[valid-type]
     )
 
 
@@ -123,8 +140,8 @@ def stage_answers(
         first.setdefault(claim.pair, claim)
     pairs = list(first)[:MAX_PAIRS]
     selection = select_model(tuple(catalog.pairs()))(pairs=pairs)
-    branches = note_branches(note)
-    fills = [fill_model(p, branches, catalog.value_type(p).grammar()) for p in pairs]
+    branches, evidence = note_branches(note), note_evidence(note)
+    fills = [fill_model(p, branches, catalog.value_type(p).grammar(), evidence) for p in pairs]
     return selection, [
         fill.model_validate(first[p].model_dump()) for fill, p in zip(fills, pairs, strict=True)
     ]
@@ -188,6 +205,7 @@ __all__ = [
     "fill_model",
     "json_schema",
     "note_branches",
+    "note_evidence",
     "select_model",
     "stage_answers",
 ]
