@@ -422,6 +422,16 @@ def test_a_note_that_quotes_a_value_names_its_slot_and_states_it() -> None:
     assert quoted(note("The wiki page on the Python versions is out of date."), CATALOG, []) == {}
     selected = quoted(note("A wiki page gives the licence as MIT."), CATALOG, ["tests.runner"])
     assert selected == {"project.license": ["MIT"]}  # the runner: a worded type the note never states
+    free = Catalog(
+        name="free",
+        entries=(
+            CatalogEntry(entity="approvals", slot="policy", description="who must approve a change"),
+            CatalogEntry(entity="model", slot="default", description="the model a session starts with"),
+        ),
+    )
+    summary = note("Sessions now start with the larger model by default.")
+    assert quoted(summary, free, []) == {"model.default": []}  # free text: stated in any words
+    assert quoted(summary, free, ["approvals.policy"]) == {"approvals.policy": [], "model.default": []}
 
 
 def test_a_proposed_pairs_value_is_decoded_among_the_added_values_alone(tiny_model: Path) -> None:
