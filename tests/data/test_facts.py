@@ -155,6 +155,11 @@ def test_each_runner_is_shown_by_the_first_line_that_sets_it_up() -> None:
         ("tox.ini", "[tox]"),
     ]
     assert facts.test_runner(files) == "pytest, tox"
+    run_by_tox = {"tox.ini": "[testenv]\ncommands =\n    poetry run  pytest tests/\n"}  # poetry: no runner
+    assert facts.runner_lines(run_by_tox) == [
+        ("tox.ini", "commands = pytest tests/"),
+        ("tox.ini", "[testenv]"),
+    ]
     nox = {
         "noxfile.py": "import nox\n\n@nox.session\ndef tests(session):\n    session.run('pytest',  '-q')\n"
     }

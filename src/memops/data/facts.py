@@ -119,7 +119,11 @@ def runners(files: Files) -> dict[str, tuple[str, str]]:
             (ini(files, "setup.cfg").has_section("tool:pytest"), "setup.cfg", "[tool:pytest]"),
             ("pytest.ini" in files, "pytest.ini", "[pytest]"),
             (tox.has_section("pytest"), tox_path, "[pytest]"),
-            (_PYTEST.search(commands) is not None, tox_path, f"commands = {_holding(commands, _PYTEST)}"),
+            (
+                _PYTEST.search(commands) is not None,
+                tox_path,
+                f"commands = {_holding(commands, _PYTEST, True)}",
+            ),
             (_PYTEST.search(noxfile) is not None, "noxfile.py", _holding(noxfile, _PYTEST)),
         ],
         "tox": [
@@ -136,9 +140,14 @@ def runners(files: Files) -> dict[str, tuple[str, str]]:
     }
 
 
-def _holding(text: str, pattern: re.Pattern[str]) -> str:
-    """The first line of ``text`` that ``pattern`` matches in, its spaces folded."""
-    return next((" ".join(line.split()) for line in text.splitlines() if pattern.search(line)), "")
+def _holding(text: str, pattern: re.Pattern[str], from_match: bool = False) -> str:
+    """The first line of ``text`` that ``pattern`` matches in, its spaces folded; ``from_match``:
+    from the match on (``pytest tests/`` of ``poetry run pytest tests/``, a command whose
+    launcher names no runner and would name a build backend)."""
+    for line in text.splitlines():
+        if found := pattern.search(line):
+            return " ".join(line[found.start() if from_match else 0 :].split())
+    return ""
 
 
 def test_runner(files: Files) -> str | None:
