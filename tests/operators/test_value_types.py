@@ -295,11 +295,16 @@ def test_ci_platforms_are_proposed_from_the_systems_a_line_puts_a_runner_on() ->
     assert "ci.platforms" not in found[1]
 
 
-def test_a_tools_config_file_is_proposed_only_with_a_line_that_names_a_tool() -> None:
+def test_a_tools_config_file_is_proposed_only_with_a_line_that_names_a_tool_or_opens_a_section() -> None:
     """A line of ``tox.ini`` that names no test runner says nothing of the runner: the file's
-    name counts only beside a tool its line names (``mypy`` here is a type checker)."""
+    name counts only beside a tool its line names (``mypy`` here is a type checker) or on a
+    section of its own (``[testenv]`` configures tox)."""
     text = "Changed lines: tox.ini: +envlist = py39 | tox.ini: +    mypy src"
     assert proposals(NOTE.model_copy(update={"text": text}), CATALOG) == {"typing.checker": ["mypy"]}
+    section = NOTE.model_copy(
+        update={"text": "Changed lines: tox.ini: +[testenv:lint] | setup.cfg: +[metadata]"}
+    )
+    assert proposals(section, CATALOG) == {"tests.runner": ["tox"]}
 
 
 def test_a_tools_own_table_names_it() -> None:

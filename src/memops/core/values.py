@@ -601,15 +601,15 @@ as the miner's readers take it: the tool is used."""
 def change_says(value: ValueType, slot: str, path: str, line: str) -> str:
     """What a line a commit added to ``path`` can say of ``slot``'s value: nothing where the
     line cannot state it (:func:`line_states`); for a list of tools, a tool's own table names it
-    (``[tool.mypy]``), and a line that names one also names the tool its file configures
-    (``commands = pytest`` in ``tox.ini``: pytest, run by tox); a line of ``mkdocs.yml`` names
-    its builder (``theme: material``: MkDocs'), a line of a CI service's file its service; else
-    the line."""
+    (``[tool.mypy]``), and a line that names one, or a section of the file, also names the tool
+    its file configures (``commands = pytest`` in ``tox.ini``: pytest, run by tox; ``[testenv]``:
+    tox); a line of ``mkdocs.yml`` names its builder (``theme: material``: MkDocs'), a line of a
+    CI service's file its service; else the line."""
     if not line_states(value, slot, path, line):
         return ""
     if value.kind == "tools" and (table := _TOOL_TABLE.match(line)):
         line = f"{line}\n{table.group(1)}"
-    if value.kind == "tools" and value._mentions.search(line):
+    if value.kind == "tools" and (value._mentions.search(line) or line.lstrip().startswith("[")):
         return f"{path}\n{line}"
     mkdocs = value.kind == "docs" and path.rsplit("/", 1)[-1].startswith("mkdocs.")
     if mkdocs or value.kind == "platforms":
