@@ -28,11 +28,12 @@ HASH = re.compile(r"`[0-9a-f]{7,40}`")
 
 
 def shell_lines(page: Path) -> list[str]:
-    """The commands of a page's bash blocks: continuations joined, comments dropped, the block's
-    own variables (``SRC=...``) and the first value of a ``for`` loop substituted."""
+    """The commands of a page's bash blocks: continuations joined, comments dropped, the
+    variables the page has set so far (``SRC=...``, in this block or an earlier one, as a
+    reader runs them in order) and the first value of a ``for`` loop substituted."""
     lines = []
+    names: dict[str, str] = {}
     for block in re.findall(r"```bash\n(.*?)```", page.read_text(), re.S):
-        names: dict[str, str] = {}
         for line in block.replace("\\\n", " ").splitlines():
             line = line.split(" # ")[0].strip()
             if line.startswith("#") or not line:
