@@ -318,10 +318,11 @@ def test_a_tools_own_table_names_it() -> None:
     }
 
 
-def test_a_commits_note_of_its_changed_lines_is_filled_as_a_change_and_any_other_note_freely() -> None:
+def test_a_note_is_filled_with_the_evidence_its_commit_can_give() -> None:
     """The lines a commit added are that commit's change: its fill types the claim a code change
     or a hotfix, never a stale observation the engine would weigh below the value it replaces;
-    the same text with no commit, or without its paragraph, may be any type."""
+    the same text with no commit tells of no change (an old wiki page typed a code change would
+    replace the current value), and a commit's note without its paragraph may be any type."""
 
     def allowed(note: Note) -> list[str]:
         model = fill_model("tests.runner", ("main",), None, note_evidence(note))
@@ -329,7 +330,10 @@ def test_a_commits_note_of_its_changed_lines_is_filled_as_a_change_and_any_other
 
     summary = NOTE.model_copy(update={"text": NOTE.text.removeprefix("Changed lines: ")})
     assert allowed(NOTE) == ["code-change", "incident-hotfix"]
-    assert allowed(NOTE.model_copy(update={"commit": None})) == allowed(summary) == list(EVIDENCE_TYPES)
+    assert allowed(summary) == list(EVIDENCE_TYPES)
+    witness = allowed(NOTE.model_copy(update={"commit": None}))
+    assert witness == [t for t in EVIDENCE_TYPES if t not in ("code-change", "incident-hotfix")]
+    assert "stale-observation" in witness
 
 
 def test_proposed_extraction_reads_a_commits_added_lines_and_asks_the_adapter_for_any_other_note() -> None:

@@ -27,6 +27,9 @@ EVIDENCE_WEIGHTS: dict[str, int] = {
 EVIDENCE_TYPES: tuple[str, ...] = tuple(EVIDENCE_WEIGHTS)
 CHANGE_EVIDENCE: tuple[str, ...] = ("code-change", "incident-hotfix")
 """The types of a change a commit made: what a commit's own diff is evidence of."""
+WITNESS_EVIDENCE: tuple[str, ...] = tuple(t for t in EVIDENCE_TYPES if t not in CHANGE_EVIDENCE)
+"""The types a note with no commit may carry: it saw or was told of a value, and a change a
+commit made is a commit's to show (no claim of a note without one is a change in any gold)."""
 COMMIT_BONUS = 40
 
 _HEX = re.compile(r"[0-9a-f]{4,40}")

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 from memops.core.records import Catalog, ExtractedClaim, Note, added_lines
 from memops.core.values import MAX_VALUE_CHARS
 from memops.memory.compare import Relation, Winner
-from memops.memory.evidence import CHANGE_EVIDENCE, EVIDENCE_TYPES
+from memops.memory.evidence import CHANGE_EVIDENCE, EVIDENCE_TYPES, WITNESS_EVIDENCE
 from memops.memory.lines import ONE_LINE
 from memops.memory.state import Action
 
@@ -92,10 +92,14 @@ def note_branches(note: Note) -> tuple[str, ...]:
 def note_evidence(note: Note) -> tuple[str, ...]:
     """The evidence types a fill may use: a commit's note that says what the commit changed
     (``core.records.added_lines``) tells of a change the commit made, so a code change or a
-    hotfix; any other note, any type. Every such claim of the training data is a code change;
-    on the mined held-out notes the extract adapter typed 31 of 348 a stale observation, a claim
-    the engine then weighs 44 where the commit's change weighs 100."""
-    return CHANGE_EVIDENCE if note.commit and added_lines(note.text) is not None else EVIDENCE_TYPES
+    hotfix; a note with no commit tells of none (``WITNESS_EVIDENCE``); any other commit's note,
+    any type. Every claim of the training data keeps to this. On the mined held-out notes the
+    extract adapter typed 31 of 348 commits' changes a stale observation, which the engine
+    weighs 44 where the commit's change weighs 100, and 48 of 52 notes with no commit (an old
+    wiki page, a maintenance branch) a code change, which then replaced the current value."""
+    if not note.commit:
+        return WITNESS_EVIDENCE
+    return CHANGE_EVIDENCE if added_lines(note.text) is not None else EVIDENCE_TYPES
 
 
 @lru_cache(maxsize=1024)
