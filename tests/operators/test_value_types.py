@@ -295,6 +295,30 @@ def test_ci_platforms_are_proposed_from_the_systems_a_line_puts_a_runner_on() ->
     assert "ci.platforms" not in found[1]
 
 
+def test_a_matrix_system_on_a_line_of_its_own_puts_a_runner_there() -> None:
+    """A matrix's ``os`` items each on a line of their own (``- macos``, the key and ``runs-on:
+    ${{ matrix.os }}-latest`` outside the diff) name the systems, as on platformdirs' move to
+    GitHub Actions, where nothing was proposed; an item that is more than a system's name
+    names none."""
+    text = (
+        "Changed lines: .github/workflows/test.yml: +- macos | .github/workflows/test.yml: +- 'windows'"
+        " | .github/workflows/test.yml: +- windows/**"
+        " | .github/workflows/test.yml: +- uses: actions/checkout@v2"
+    )
+    found = proposals(NOTE.model_copy(update={"text": text}), CATALOG) or {}
+    assert found["ci.platforms"] == ["GitHub Actions on Windows, macOS"]
+
+
+def test_a_specifier_glued_to_a_requirement_bounds_it_not_the_python_versions() -> None:
+    """A note that lists requirements (``idna>=2.8``) states no Python versions: on four mined
+    held-out notes with no commit the adapter read one as them; a specifier on its own or on
+    Python's name still is one."""
+    versions = CATALOG.value_type("python.supported_versions")
+    bounds = "The guide still lists the minimum versions: exceptiongroup>=1.0.2, idna>=2.8, pkg[x]>=2.1."
+    assert candidates(versions, bounds) == []
+    assert candidates(versions, "It supports >=3.9; python>=3.10 next.") == [">=3.9", ">=3.10"]
+
+
 def test_a_tools_config_file_is_proposed_only_with_a_line_that_names_a_tool_or_opens_a_section() -> None:
     """A line of ``tox.ini`` that names no test runner says nothing of the runner: the file's
     name counts only beside a tool its line names (``mypy`` here is a type checker) or on a

@@ -462,6 +462,16 @@ _LOOSE_SPECIFIER = re.compile(
     r"(?:~=|==|!=|<=|>=|<|>|\^|~)\s*[234](?:\.(?:\d+|\*))*(?!\d|\.[\d*])"
     r"(?:\s*,\s*(?:~=|==|!=|<=|>=|<|>)\s*[234](?:\.(?:\d+|\*))*(?!\d|\.[\d*]))*"
 )
+_NAME_END = re.compile(r"[\w.\[\]-]+$")
+
+
+def _glued(before: str) -> str:
+    """The name a specifier is written onto (``idna`` of ``idna>=2.8``; empty after a space or a
+    quote): a specifier glued to any name but Python's bounds that requirement."""
+    found = _NAME_END.search(before[-MAX_VALUE_CHARS:])
+    return found.group(0) if found else ""
+
+
 _NUMBER = re.compile(r"(?<![\w.])\d{2,4}(?!\w|\.\w)")
 _PERCENT = re.compile(r"fail[_-]under\s*[=:]?\s*[\"']?(\d+(?:\.\d+)?)|(?<![\w.])(\d+(?:\.\d+)?)\s*%")
 _PHRASE = re.compile(r"[|\n\";]|\s-\s")
@@ -481,6 +491,9 @@ site's theme (Sphinx's ``html_theme``, MkDocs' ``theme``), a CI runner's label o
 licence text (a BSD text's clauses: ``endorse or promote`` is the third)."""
 _LABEL = re.compile(r"(?<![\w-])(ubuntu|macos|windows)(-[\w.]+)?(?![\w-])", re.IGNORECASE)
 _OS_KEY = re.compile(r"^\W*(?:os|runs-on|platform)\W*:", re.IGNORECASE)
+_OS_ITEM = re.compile(r"^\s*-\s*[\"']?(?:ubuntu|macos|windows)[\"']?\s*$", re.IGNORECASE)
+"""A list item that is a system's bare name: a matrix's ``os`` (``- macos``, then ``runs-on: ${{
+matrix.os }}-latest``), whose key a diff may not show."""
 _PIECE = re.compile(r"\n| \| ")
 _CHANGE = re.compile(r": [+-]")
 
@@ -505,16 +518,16 @@ def _platform_spans(text: str) -> list[str]:
     """The CI services whose configuration the text names, GitHub Actions with the systems its
     lines put a runner on, as one platform list: a runner's label (``ubuntu-24.04``,
     ``- windows-2025`` in a matrix), or a system's bare name on an ``os``, ``runs-on`` or
-    ``platform`` line (``os: [ubuntu, macos]``); ``runner.os == 'Windows'`` and a comment put
-    none there. A workflow's line that names no system (``uses: actions/checkout@v4``) states no
-    list."""
+    ``platform`` line (``os: [ubuntu, macos]``) or as a list item (``- macos``);
+    ``runner.os == 'Windows'`` and a comment put none there. A workflow's line that names no
+    system (``uses: actions/checkout@v4``) states no list."""
     services, systems = set(), set()
     for piece in _PIECE.split(text):
         services |= {name for path, name in CI_FILES.items() if path in piece and name != "GitHub Actions"}
         line = _CHANGE.split(piece, maxsplit=1)[-1]
         if line.lstrip().startswith("#"):
             continue
-        keyed = _OS_KEY.search(line) is not None
+        keyed = _OS_KEY.search(line) is not None or _OS_ITEM.match(line) is not None
         systems |= {SYSTEMS[w.lower()] for w, label in _LABEL.findall(line) if label or keyed}
     if systems:
         services.add("GitHub Actions")
@@ -533,8 +546,9 @@ def _spans(value: ValueType, text: str) -> list[str]:
     kind = value.kind
     if kind in ("choice", "tools"):
         return value._mentions.findall(text)
-    if kind == "python-specifier":
-        return [m.group(0) for m in _LOOSE_SPECIFIER.finditer(text)]
+    if kind == "python-specifier":  # one glued to another name bounds that requirement
+        found = [(m.group(0), _glued(text[: m.start()])) for m in _LOOSE_SPECIFIER.finditer(text)]
+        return [span for span, name in found if not name or "python" in name.lower()]
     if kind == "spdx":  # a licence named, or a licence file's text (a bare BSD's clauses)
         named = [part for part in _PHRASE.split(text) if 0 < len(part) <= MAX_VALUE_CHARS]
         return [*named, *filter(None, [licence_text(text)])]
