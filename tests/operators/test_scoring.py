@@ -22,13 +22,7 @@ from memops.operators.backends.hf import HFBackend, prompt_text
 from memops.operators.backends.prefixes import PACK_TOKENS, packs, read_continuations, shared_prefixes
 from memops.operators.backends.symbolic import SymbolicBackend
 from memops.operators.examples import stage_examples
-from memops.operators.learned import (
-    SHORTLIST,
-    LearnedOperators,
-    overlap_scores,
-    overlap_selection,
-    shortlist,
-)
+from memops.operators.learned import LearnedOperators, overlap_scores, overlap_selection
 from memops.operators.prompts import catalog_pairs, extract_messages, select_messages, selection_answers
 from memops.operators.registry import STAGES_ADAPTER
 from memops.operators.schemas import MAX_PAIRS
@@ -83,22 +77,6 @@ def test_the_overlap_selection_takes_the_pair_whose_words_the_note_uses() -> Non
     assert json.loads(call.raw) == {"pairs": ["webhook_dispatch.signing"]}
     blank = note.model_copy(update={"title": "Misc", "text": "Nothing here."})
     assert overlap_selection(blank, catalog).selected == ["webhook_dispatch.retry"]
-
-
-def test_stage_1_chooses_among_the_pairs_whose_words_the_note_uses_most() -> None:
-    """The shortlist: the ``SHORTLIST`` best pairs by overlap, ties in catalog order."""
-    slots = ("retry", "signing", "timeout", "batching")
-    catalog = Catalog(
-        name="t",
-        entries=tuple(CatalogEntry(entity="webhook_dispatch", slot=s, description=f"its {s}") for s in slots),
-    )
-    note = Note(id="n", at="2026-01-01T00:00:00+00:00", title="Batching and signing", text="Both now.")
-    assert SHORTLIST == 3
-    assert shortlist(note, catalog) == [
-        "webhook_dispatch.signing",
-        "webhook_dispatch.batching",
-        "webhook_dispatch.retry",
-    ]
 
 
 def test_the_overlap_mode_fills_its_one_pair_per_note_on_the_stage_adapter(episode) -> None:

@@ -176,20 +176,6 @@ def overlap_scores(note: Note, catalog: Catalog) -> dict[str, float]:
     return scores
 
 
-SHORTLIST = 3
-"""How many catalog pairs stage 1 chooses among (:func:`shortlist`)."""
-
-
-def shortlist(note: Note, catalog: Catalog) -> list[str]:
-    """The ``SHORTLIST`` pairs whose words the note uses most (:func:`overlap_scores`; catalog
-    order on a tie), which stage 1 chooses among: retrieved by the words, ranked by the model.
-    On the Codex notes a gold pair is among the first three 69 times of 79 (first: 55); the
-    extract adapter trained with the mined notes chose from the whole catalog a pair ranked
-    fifth or lower 40 times of 77, every one wrong."""
-    scores = overlap_scores(note, catalog)
-    return sorted(scores, key=lambda pair: -scores[pair])[:SHORTLIST]
-
-
 def overlap_selection(note: Note, catalog: Catalog) -> Extraction:
     """Stage 1 without a model: the pair of highest :func:`overlap_scores` (the first in catalog
     order on a tie), one per note, as the notes of both sources state one pair each but for
@@ -552,14 +538,12 @@ class LearnedOperators:
         return out
 
     def select(self, notes: Sequence[Sourced], adapter: str = "extract") -> list[Outcome]:
-        """Stage 1: the supported pairs, from an enum of the note's :func:`shortlist` of the
-        catalog's ``entity.slot`` strings (the prompt shows the whole catalog)."""
+        """Stage 1: the supported pairs, from an enum of the catalog's ``entity.slot`` strings."""
         asks = []
         for note, catalog in notes:
-            pairs = shortlist(note, catalog)
-            model = select_model(tuple(pairs))
+            model = select_model(tuple(catalog.pairs()))
             prompt = select_messages(note, catalog)
-            asks.append((adapter, prompt, model, self._schema(model), select_budget(pairs)))
+            asks.append((adapter, prompt, model, self._schema(model), select_budget(catalog.pairs())))
         return self._ask("select", asks)
 
     def fill(
