@@ -80,6 +80,7 @@ def loo_config(name: str, out: Path, adapters: Path, datasets: Path, export_dir:
         "extract_stages=true",
         f"extract_modes=[{','.join(EXTRACT_MODES)}]",  # the opt-in modes too
         "calibration_notes=4",
+        "contract=[]",  # the suite scores as a fold's decisions do (test_loo); vLLM adds nothing there
         "progress=false",
         *backend,
     ]

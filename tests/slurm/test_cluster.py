@@ -27,9 +27,10 @@ pytestmark = pytest.mark.slow
 FOLD = "patch-guardrails"
 QUICK = ["max_steps=3", "max_eval_samples=8"]
 """The CPU profile's recipe (configs/recipe/cpu.yaml) cut to a few steps."""
-LEAN_EVAL = ["extract_modes=[direct]", "replay=false"]
-"""The eval job scores one extraction row and replays nothing: what the chain checks is the jobs'
-order, files and merge, which every row and replay would only lengthen."""
+LEAN_EVAL = ["extract_modes=[direct]", "replay=false", "contract=[]"]
+"""The eval job scores one extraction row, replays nothing and leaves the contract suite: what the
+chain checks is the jobs' order, files and merge, which every row, replay and case would only
+lengthen."""
 
 
 def submit(cluster: Cluster, tmp: Path, *overrides: str) -> subprocess.CompletedProcess:
