@@ -17,7 +17,9 @@ read as they are and under offsets fitted on the other half of the rows (``calib
 the real trajectories alone where the run names some in ``real_validation`` (``real``), and
 what the collapse guard flagged (an adapter collapsed onto one label, labels an adapter dropped),
 and under ``select=decisions`` the checkpoint each adapter kept. Writes
-``<root>/<config>/seeds.json`` and ``seeds.png`` (``seeds-<tag>.*`` with ``--tag``).
+``<root>/<config>/seeds.json`` and ``seeds.png`` (``seeds-<tag>.*`` with ``--tag``); the rows
+of other seeds that an earlier sweep with the same overrides wrote there stay in both, so seeds
+run one command at a time add up to one table.
 """
 
 from __future__ import annotations
@@ -154,12 +156,18 @@ def main() -> None:
     if not any(o.startswith("contract=") for o in overrides):
         overrides.append("contract=[learned]")  # the suite for the adapters; the rules score 1.00
     root = args.root.resolve() / args.config_name
+    stem = f"seeds-{args.tag}" if args.tag else "seeds"
     rows: dict[int, dict[str, Any]] = {}
+    if (root / f"{stem}.json").exists():  # seeds an earlier sweep of the same runs measured stay
+        earlier = json.loads((root / f"{stem}.json").read_text())
+        if earlier["overrides"] == overrides:
+            rows = {int(seed): row for seed, row in earlier["rows"].items()}
     for seed in args.seeds:
         run, seconds = run_seed(args.config_name, seed, root, overrides, args.tag)
         rows[seed] = {**figures(run, root / "adapters" / f"seed-{seed}"), "wall_s": round(seconds)}
         print(f"seed {seed}: {json.dumps(rows[seed])}", flush=True)
-    print(f"\n{args.config_name}, seeds {args.seeds}")
+    rows = dict(sorted(rows.items()))
+    print(f"\n{args.config_name}, seeds {list(rows)}")
     print(f"{'seed':<6}" + "".join(f"{c:>20}" for c in COLUMNS) + "   collapsed; dropped")
     for seed, row in rows.items():
         cells = "".join(f"{row[c]:>20.2f}" if row.get(c) is not None else f"{'n/a':>20}" for c in COLUMNS)
@@ -171,7 +179,6 @@ def main() -> None:
     print("mean ± sd:")
     for column in (*COLUMNS, *VALIDATION):
         print(f"  {column:<22} {spread([row.get(column) for row in rows.values()])}")
-    stem = f"seeds-{args.tag}" if args.tag else "seeds"
     result = {"config": args.config_name, "overrides": overrides, "rows": rows}
     (root / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
     plot(rows, root / f"{stem}.png")
