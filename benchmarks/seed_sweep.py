@@ -139,6 +139,17 @@ def plot(rows: dict[int, dict[str, Any]], out: Path) -> None:
     plt.close(fig)
 
 
+def earlier_rows(path: Path, overrides: list[str]) -> dict[int, dict[str, Any]]:
+    """The rows per seed that an earlier sweep wrote to ``path``, where it ran with the same
+    overrides (the same runs, so one table); none for other overrides or no file."""
+    if not path.exists():
+        return {}
+    earlier = json.loads(path.read_text())
+    if earlier["overrides"] != overrides:
+        return {}
+    return {int(seed): row for seed, row in earlier["rows"].items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -157,11 +168,7 @@ def main() -> None:
         overrides.append("contract=[learned]")  # the suite for the adapters; the rules score 1.00
     root = args.root.resolve() / args.config_name
     stem = f"seeds-{args.tag}" if args.tag else "seeds"
-    rows: dict[int, dict[str, Any]] = {}
-    if (root / f"{stem}.json").exists():  # seeds an earlier sweep of the same runs measured stay
-        earlier = json.loads((root / f"{stem}.json").read_text())
-        if earlier["overrides"] == overrides:
-            rows = {int(seed): row for seed, row in earlier["rows"].items()}
+    rows = earlier_rows(root / f"{stem}.json", overrides)
     for seed in args.seeds:
         run, seconds = run_seed(args.config_name, seed, root, overrides, args.tag)
         rows[seed] = {**figures(run, root / "adapters" / f"seed-{seed}"), "wall_s": round(seconds)}
