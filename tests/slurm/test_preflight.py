@@ -3,18 +3,24 @@ nothing written."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from memops.slurm.preflight import hours
+from memops.core.config import compose_config
+from memops.slurm.preflight import MISSING, OK, cache_disk, hours
 from tests.conftest import ROOT
 from tests.slurm.cluster import Cluster
 
 ROWS = ("GPU", "GPU memory", "attention", "serving env", "base weights", "cache disk", "disk")
 ROWS += ("trajectories", "Slurm", "GPU-hours")
+
+
+FIXES = ("run preflight", "make serve-env", "install", "set ")
+"""How each missing row starts its advice."""
 
 
 def preflight(*overrides: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -47,7 +53,7 @@ def test_the_h100_profile_on_a_cpu_machine_names_the_missing_gpu(tmp_path: Path)
     assert status(proc.stdout, "trajectories") == "ok" and status(proc.stdout, "attention") == "note"
     for line in proc.stdout.splitlines():  # every failing check says what to do about it
         if " missing " in line:
-            assert any(w in line for w in ("run preflight", "make serve-env", "install", "set ")), line
+            assert any(w in line for w in FIXES), line
     assert not list(tmp_path.iterdir())  # a preflight writes nothing
 
 
@@ -65,3 +71,14 @@ def test_an_unknown_profile_is_named() -> None:
 def test_slurm_time_limits_read_as_hours() -> None:
     assert hours("12:00:00") == 12 and hours("1-02:30:00") == 26.5 and hours("90") == 1.5
     assert hours("30:00") == 0.5
+
+
+def test_a_hub_base_larger_than_the_free_cache_disk_is_missing_and_says_where_to_put_it(
+    tmp_path: Path,
+) -> None:
+    cfg = compose_config("submit", ["profile=h100", f"hf_home={tmp_path}"])
+    free = shutil.disk_usage(tmp_path).free
+    fits, lacks = cache_disk(cfg, free // 2), cache_disk(cfg, free * 2)
+    assert fits.status == OK and not any(w in fits.detail for w in FIXES)
+    assert lacks.status == MISSING and any(w in lacks.detail for w in FIXES), lacks.detail
+    assert f"at {tmp_path}" in lacks.detail

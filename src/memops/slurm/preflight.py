@@ -250,7 +250,7 @@ def cache_disk(cfg: SubmitConfig, base_bytes: int) -> Check:
     probe = next(p for p in (cache, *cache.parents) if p.exists())
     free = shutil.disk_usage(probe).free
     fits = free > base_bytes
-    fix = "" if fits else "; point hf_home=<a larger shared disk> at one the nodes see"
+    fix = "" if fits else "; set hf_home=<a larger disk that every node sees>"
     detail = f"{free / 2**30:.0f} GiB free at {probe} for the base's {base_bytes / 2**30:.1f} GiB{fix}"
     return Check("cache disk", OK if fits else MISSING, detail)
 
