@@ -20,7 +20,7 @@ ROWS += ("trajectories", "Slurm", "GPU-hours")
 
 
 FIXES = ("run preflight", "make serve-env", "install", "set ")
-"""How each missing row starts its advice."""
+"""Words of which every missing row's advice holds one: what to run, install or set."""
 
 
 def preflight(*overrides: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
