@@ -5,8 +5,8 @@
 #
 #   bash benchmarks/gpu_checks.sh [weights folder]     # default outputs/bench/qwen2.5-14b-shape
 #
-# Needs CUDA and the train extras (make venv GPU=1); random weights, no download. About 10 minutes
-# on an H200, most of it loading the 28 GB of bf16 weights into NF4 once per candidate.
+# Needs CUDA and the train extras (make venv GPU=1); random weights, no download. 508 s on an H200,
+# most of it loading the 28 GB of bf16 weights into NF4, once per run.
 set -euo pipefail
 PYTHON=${PYTHON:-python}
 WEIGHTS=${1:-outputs/bench/qwen2.5-14b-shape}
