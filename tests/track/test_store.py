@@ -196,11 +196,16 @@ def test_a_store_that_cannot_be_opened_is_one_line(tmp_path: Path) -> None:
 WRITER = textwrap.dedent(
     """
     import sys
+    import time
+    from pathlib import Path
     from memops import open_memory
 
-    db, prefix, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    db, prefix, count, gate = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
     kinds = ["code-change", "human-note", "config-observation", "runtime-observation"]
     with open_memory(store=db) as mem:
+        (gate / prefix).touch()  # imports done, store open: wait for the other writer to be too
+        while len(list(gate.iterdir())) < 2:
+            time.sleep(0.01)
         for i in range(count):
             offset = "+00:00" if prefix == "a" else "+01:00"
             at = f"2026-03-{1 + i % 28:02d}T{i % 24:02d}:{(i * 7) % 60:02d}:00{offset}"
@@ -219,14 +224,19 @@ WRITER = textwrap.dedent(
 )
 
 
-def test_two_processes_writing_one_store_lose_no_update(new_store: NewStore) -> None:
+def test_two_processes_writing_one_store_lose_no_update(new_store: NewStore, tmp_path: Path) -> None:
     """500 notes each, at once, to one store. The engine's outcome depends on the order
     notes come in, so the check is serializability: replayed one by one in the order the store
     committed them, the notes give exactly the state the two writers left, and every note's two
-    claims were decided once."""
+    claims were decided once. The writers start together (a gate in ``tmp_path``): one's imports
+    took long enough on a busy machine for the other to write all 500 first."""
     db = new_store()
+    gate = tmp_path / "gate"
+    gate.mkdir()
     writers = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(db), prefix, "500"], stderr=subprocess.PIPE)
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(db), prefix, "500", str(gate)], stderr=subprocess.PIPE
+        )
         for prefix in ("a", "b")
     ]
     for w in writers:
