@@ -13,8 +13,16 @@ WEIGHTS=${1:-outputs/bench/qwen2.5-14b-shape}
 ADAPTERS=outputs/bench/gpu-checks/adapters
 
 "$PYTHON" -m pytest -q -p no:cacheprovider tests/train/test_attention_cuda.py
-"$PYTHON" -c "import sys; sys.path.insert(0, 'benchmarks'); from bench_train import random_14b; \
-from memops.core.layout import MODELS; random_14b(__import__('pathlib').Path('$WEIGHTS'), f'{MODELS}/tiny')"
+"$PYTHON" - "$WEIGHTS" <<'PY'  # the bench's own random weights, which train.py trains on first
+import sys
+from pathlib import Path
+
+sys.path.insert(0, "benchmarks")
+from bench_train import random_14b
+from memops.core.layout import MODELS
+
+random_14b(Path(sys.argv[1]), f"{MODELS}/tiny")
+PY
 "$PYTHON" -m accelerate.commands.launch --num_processes 1 train.py op=compare \
     model=qwen2.5-14b-instruct "model.path=$WEIGHTS" recipe=gpu max_steps=2 "adapters_dir=$ADAPTERS"
 "$PYTHON" benchmarks/reload_adapter.py --model qwen2.5-14b-instruct --model-path "$WEIGHTS" \

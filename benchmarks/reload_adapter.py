@@ -27,6 +27,7 @@ def main() -> int:
     ap.add_argument("--adapter", required=True, help="the folder train.py saved the adapter in")
     args = ap.parse_args()
 
+    import torch
     from peft import PeftModel
     from safetensors.torch import load_file
 
@@ -58,8 +59,6 @@ def main() -> int:
     )
     for name in (missing + differ)[:10]:
         print(f"  {name}")
-    import torch
-
     ids = tokenizer("compare: permissions_flow.approvals", return_tensors="pt").to(base.device)
     with torch.no_grad():
         adapted = model(**ids).logits.float()

@@ -204,7 +204,8 @@ WRITER = textwrap.dedent(
     kinds = ["code-change", "human-note", "config-observation", "runtime-observation"]
     with open_memory(store=db) as mem:
         (gate / prefix).touch()  # imports done, store open: wait for the other writer to be too
-        while len(list(gate.iterdir())) < 2:
+        deadline = time.monotonic() + 120  # a writer that died before the gate does not hang this one
+        while len(list(gate.iterdir())) < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
         for i in range(count):
             offset = "+00:00" if prefix == "a" else "+01:00"
