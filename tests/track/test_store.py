@@ -221,6 +221,7 @@ WRITER = textwrap.dedent(
                      "evidence": {"type": "human-note"}},
                 ],
             )
+            time.sleep(0.01)  # a tracker reads and extracts its next note outside the lock
     """
 )
 
@@ -230,7 +231,9 @@ def test_two_processes_writing_one_store_lose_no_update(new_store: NewStore, tmp
     notes come in, so the check is serializability: replayed one by one in the order the store
     committed them, the notes give exactly the state the two writers left, and every note's two
     claims were decided once. The writers start together (a gate in ``tmp_path``): one's imports
-    took long enough on a busy machine for the other to write all 500 first."""
+    took long enough on a busy machine for the other to write all 500 first. Each pauses between
+    notes as a tracker does while it extracts: SQLite hands its lock to no one in turn, and a
+    writer that took it back at once wrote all its notes while the other's retries slept."""
     db = new_store()
     gate = tmp_path / "gate"
     gate.mkdir()
