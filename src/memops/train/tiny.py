@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from memops.core.determinism import deterministic_cpu
+from memops.core.locks import exclusive
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 QWEN_DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
@@ -172,7 +173,13 @@ def spec_key(spec: TinySpec) -> str:
 
 
 def build(out: Path, spec: TinySpec = TinySpec(), force: bool = False, log: bool = True) -> Path:
-    """Build (or reuse) the tiny model at ``out``; the build is deterministic for a spec."""
+    """Build (or reuse) the tiny model at ``out``; the build is deterministic for a spec. A process
+    that needs the model while another builds it waits and reuses that build."""
+    with exclusive(out.parent / f".{out.name}.lock", "build of this model", wait=True):
+        return _build(out, spec, force, log)
+
+
+def _build(out: Path, spec: TinySpec, force: bool, log: bool) -> Path:
     key = spec_key(spec)
     stamp = out / "build.json"
     if not force and stamp.exists() and json.loads(stamp.read_text()).get("key") == key:
