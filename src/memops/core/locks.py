@@ -19,6 +19,13 @@ class Busy(RuntimeError):
     """Another live process holds the folder's lock."""
 
 
+def beside(folder: str | Path) -> Path:
+    """The lock file of an output folder: hidden beside it, so that the folder can be replaced
+    whole (a model's finished build renamed into place) while its lock is held."""
+    folder = Path(folder)
+    return folder.parent / f".{folder.name}.lock"
+
+
 @contextmanager
 def exclusive(lock_file: str | Path, what: str, wait: bool = False) -> Iterator[None]:
     """Hold ``lock_file`` for the block; :class:`Busy` names the folder and the owner's pid, or

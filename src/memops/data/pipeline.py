@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memops.core.layout import TRAINING_FOLDS
-from memops.core.locks import exclusive
+from memops.core.locks import beside, exclusive
 from memops.core.sessions import Episode
 from memops.core.sources import Sources
 from memops.data.build import build_folds, build_pool, card, card_markdown
@@ -147,7 +147,7 @@ def build(cfg: DataConfig, overrides: list[str] | None = None) -> dict[str, Any]
     """Build and publish the datasets; one build per ``datasets_dir`` at a time (two once shared
     a staging folder and published one's files under the other's card)."""
     out = Path(cfg.datasets_dir)
-    with exclusive(out.parent / f".{out.name}.lock", "dataset build"):
+    with exclusive(beside(out), "dataset build"):
         return _build(cfg, out, overrides)
 
 

@@ -30,7 +30,7 @@ from memops.core.layout import (
     dataset_dir,
     unready,
 )
-from memops.core.locks import exclusive
+from memops.core.locks import beside, exclusive
 from memops.core.models import LoraSpec, load_model
 from memops.operators.adapters import collapse_warning
 from memops.operators.registry import ADAPTERS, DECISIONS
@@ -306,7 +306,7 @@ def train_adapter(cfg: TrainConfig, overrides: list[str] | None = None) -> dict[
     check_device(cfg)
     out = adapter_dir(cfg)
     first_rank = int(os.environ.get("RANK", "0")) == 0
-    lock = exclusive(out.parent / f".{out.name}.lock", "training of this adapter")
+    lock = exclusive(beside(out), "training of this adapter")
     with lock if first_rank else contextlib.nullcontext():
         return _train(cfg, out, overrides)
 

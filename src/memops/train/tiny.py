@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from memops.core.determinism import deterministic_cpu
-from memops.core.locks import exclusive
+from memops.core.locks import beside, exclusive
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 QWEN_DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
@@ -175,7 +175,7 @@ def spec_key(spec: TinySpec) -> str:
 def build(out: Path, spec: TinySpec = TinySpec(), force: bool = False, log: bool = True) -> Path:
     """Build (or reuse) the tiny model at ``out``; the build is deterministic for a spec. A process
     that needs the model while another builds it waits and reuses that build."""
-    with exclusive(out.parent / f".{out.name}.lock", "build of this model", wait=True):
+    with exclusive(beside(out), "build of this model", wait=True):
         return _build(out, spec, force, log)
 
 
