@@ -199,11 +199,15 @@ def test_decision_settings_out_of_range_are_refused(override: str, message: str)
         compose_config("loo", [override])
 
 
-def test_a_negative_contract_draw_is_refused() -> None:
+def test_a_negative_contract_draw_or_a_region_weight_unknown_or_below_one_is_refused() -> None:
     from memops.data.config import DataConfig
 
     with pytest.raises(ValueError, match="contract_per_episode=-1: must be 0 or more"):
         DataConfig(contract_per_episode=-1)
+    with pytest.raises(ValueError, match=r"no region \[.evidence.\]; the regions: unrelated"):
+        DataConfig(contract_weights={"evidence": 12})
+    with pytest.raises(ValueError, match="weights are 1 or more"):
+        DataConfig(contract_weights={"exact tie": 0})
 
 
 HTTP_LOGGERS = ("httpx", "httpx2")

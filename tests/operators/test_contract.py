@@ -108,11 +108,27 @@ def test_two_notes_of_equal_standing_supersede_by_recency_in_the_suite() -> None
     assert cases and {c["label"] for c in cases} == {"supersede"}
 
 
-def test_the_draw_weights_regions_by_difficulty() -> None:
-    drawn = Counter(c.region for c in draw("update", random.Random(0), 20_000))
+@pytest.mark.parametrize("weights", [{}, {"evidence decides": 12, "exact tie": 1}], ids=["default", "given"])
+def test_the_draw_weights_regions_by_difficulty_or_the_weights_given(weights: dict[str, int]) -> None:
+    drawn = Counter(c.region for c in draw("update", random.Random(0), 20_000, weights))
     assert set(drawn) == set(regions("update"))
-    share = {r: drawn[r] / DIFFICULTY[r] for r in drawn}
+    share = {r: drawn[r] / {**DIFFICULTY, **weights}[r] for r in drawn}
     assert max(share.values()) / min(share.values()) < 1.15
+
+
+def test_a_synthetic_episode_draws_its_contract_cases_with_the_builds_weights(synthetic: list) -> None:
+    def regions_drawn(**weights: int) -> Counter[str]:
+        seen: Counter[str] = Counter()
+        for episode in synthetic:
+            examples = OPERATORS["compare"].examples(
+                episode, random.Random(episode.id), 2, contract=12, contract_weights=weights
+            )
+            seen.update(json.loads(e["inputs"])["region"] for e in examples if '"region"' in e["inputs"])
+        return seen
+
+    default, weighted = regions_drawn(), regions_drawn(**{"evidence decides": 60})
+    assert sum(default.values()) == sum(weighted.values()) == 12 * len(synthetic)
+    assert weighted["evidence decides"] > sum(weighted.values()) / 2 > default["evidence decides"]
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import hashlib
 import json
 import random
 from collections import Counter
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,13 +72,19 @@ def build_pool(
     stages: bool = False,
     stage_ratio: float | None = None,
     contract: int = 0,
+    contract_weights: Mapping[str, int] | None = None,
 ) -> Pool:
-    """``contract``: contract cases per synthetic episode and decision (``operators.contract``)."""
+    """``contract``: contract cases per synthetic episode and decision, drawn with each region's
+    weight in ``contract_weights`` or else its difficulty (``operators.contract``)."""
     pool = Pool(adapters(stages))
     for episode in tqdm(episodes, desc="examples", unit="episode", disable=not progress):
         pool.by_episode[episode.id] = {
             name: op.examples(
-                episode, random.Random(f"{seed}:{name}:{episode.id}"), compare_per_label, contract=contract
+                episode,
+                random.Random(f"{seed}:{name}:{episode.id}"),
+                compare_per_label,
+                contract=contract,
+                contract_weights=contract_weights,
             )
             for name, op in OPERATORS.items()
         }

@@ -7,6 +7,7 @@ from typing import Any
 
 from memops.core.config import RunConfig, shared
 from memops.core.layout import TRAINING_FOLDS
+from memops.operators.contract import DIFFICULTY
 
 
 @dataclass
@@ -23,6 +24,10 @@ class DataConfig(RunConfig):
     """Contract cases per synthetic episode and decision: cells of the decision space the engine
     defines, each region in proportion to its difficulty, written in the episode's own names and
     values (``operators.contract``), so that no region of the contract is missing from training."""
+    contract_weights: dict[str, int] = field(default_factory=lambda: dict(DIFFICULTY))
+    """Each region's weight in that draw, by default its difficulty (``operators.contract``); one
+    given on the command line replaces its default, ``contract_weights={evidence decides: 12}``:
+    the region balance of the training data, a lever of the decision recipe (docs/log/transfer.md)."""
     validation_fraction: float = 0.2
     extract_stages: bool = False
     """Also write ``extract-stages``: the extract examples plus the two-stage extractor's own
@@ -73,6 +78,11 @@ class DataConfig(RunConfig):
         self.real_validation = [n for n in self.sources().names() if n in self.real_validation]
         if self.extract_stage_ratio is not None and self.extract_stage_ratio < 0:
             raise ValueError(f"extract_stage_ratio={self.extract_stage_ratio}: must be 0 or more")
+        unknown = sorted(set(self.contract_weights) - set(DIFFICULTY))
+        if unknown:
+            raise ValueError(f"contract_weights: no region {unknown}; the regions: {', '.join(DIFFICULTY)}")
+        if low := {r: w for r, w in self.contract_weights.items() if w < 1}:
+            raise ValueError(f"contract_weights: {low}: weights are 1 or more (no region left out)")
         if self.contract_per_episode < 0:
             raise ValueError(f"contract_per_episode={self.contract_per_episode}: must be 0 or more")
         if self.real_repeat < 1:

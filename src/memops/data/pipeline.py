@@ -94,6 +94,7 @@ BUILD_KEYS = (
     "noise",
     "compare_per_label",
     "contract_per_episode",
+    "contract_weights",
     "validation_fraction",
     "real_trajectories",
     "real_repeat",
@@ -172,6 +173,7 @@ def _build(cfg: DataConfig, out: Path, overrides: list[str] | None) -> dict[str,
         stages=cfg.extract_stages,
         stage_ratio=cfg.extract_stage_ratio,
         contract=cfg.contract_per_episode,
+        contract_weights=cfg.contract_weights,
     )
 
     staging = out.parent / f".{out.name}.staging"

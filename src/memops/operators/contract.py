@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -115,7 +115,8 @@ DIFFICULTY: dict[str, int] = {
     "exact tie": 5,
 }
 """How many of the rule's steps a region's answer depends on (a region further down the rule
-is harder): its weight in the training draw."""
+is harder): its weight in the training draw, unless the build's ``contract_weights`` gives
+another."""
 
 
 @cache
@@ -256,10 +257,12 @@ def update_case(cell: Cell, subject: Subject, rng: random.Random, source: str = 
 CASES = {"compare": compare_case, "update": update_case}
 
 
-def draw(op: Op, rng: random.Random, n: int) -> list[Cell]:
-    """``n`` cells, each region drawn in proportion to its ``DIFFICULTY``, uniform within it."""
+def draw(op: Op, rng: random.Random, n: int, weights: Mapping[str, int] | None = None) -> list[Cell]:
+    """``n`` cells, each region drawn in proportion to its ``DIFFICULTY`` (or its weight in
+    ``weights``, where given), uniform within it."""
     grouped = by_region(op)
-    picked = rng.choices(list(grouped), weights=[DIFFICULTY[r] for r in grouped], k=n)
+    weights = {**DIFFICULTY, **(weights or {})}
+    picked = rng.choices(list(grouped), weights=[weights[r] for r in grouped], k=n)
     return [rng.choice(grouped[r]) for r in picked]
 
 
@@ -294,9 +297,12 @@ def episode_subjects(claims: Sequence[Claim]) -> list[Subject]:
     return out
 
 
-def contract_cases(op: str, episode: Episode, rng: random.Random, n: int) -> list[Case]:
-    """``n`` contract cases of one decision, drawn by ``draw`` and written on the episode's own
-    subjects; their sessions are the episode's, which holds them (for the leakage checks)."""
+def contract_cases(
+    op: str, episode: Episode, rng: random.Random, n: int, weights: Mapping[str, int] | None = None
+) -> list[Case]:
+    """``n`` contract cases of one decision, drawn by ``draw`` (``weights`` over ``DIFFICULTY``)
+    and written on the episode's own subjects; their sessions are the episode's, which holds
+    them (for the leakage checks)."""
     subjects = episode_subjects([c for s in episode.sessions for c in s.memory_claims()])
     if not subjects:
         return []
@@ -304,7 +310,7 @@ def contract_cases(op: str, episode: Episode, rng: random.Random, n: int) -> lis
     source = f"{episode.sessions[0].id}~contract"
     return [
         replace(CASES[op](cell, rng.choice(subjects), rng, source), sessions=sessions)
-        for cell in draw(op, rng, n)
+        for cell in draw(op, rng, n, weights)
     ]
 
 

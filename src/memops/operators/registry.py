@@ -77,10 +77,16 @@ def decision(
     ``contract`` cells of the decision space written in the episode's names and values, all
     prompted and answered by ``rule``."""
 
-    def examples(episode: Episode, rng: random.Random, per_label: int, contract: int = 0) -> list[Example]:
+    def examples(
+        episode: Episode,
+        rng: random.Random,
+        per_label: int,
+        contract: int = 0,
+        contract_weights: Mapping[str, int] | None = None,
+    ) -> list[Example]:
         drawn = cases(episode, rng, per_label)
         if contract and episode.source == "synthetic":
-            drawn += contract_cases(name, episode, rng, contract)
+            drawn += contract_cases(name, episode, rng, contract, contract_weights)
         return decision_examples(name, episode, drawn, messages, rule)
 
     return Operator(name, output, messages, budget, examples, arguments, rule, answers)
@@ -98,7 +104,7 @@ EXTRACT = Operator(
     output=ExtractOutput,
     messages=extract_messages,
     budget=512,
-    examples=lambda episode, _rng, _per_label, contract=0: extract_examples(episode),
+    examples=lambda episode, _rng, _per_label, contract=0, contract_weights=None: extract_examples(episode),
 )
 COMPARE = decision(
     name="compare",
