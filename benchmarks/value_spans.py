@@ -6,7 +6,7 @@ The overrides are those of memops loo (``model.path``, ``adapters_dir``, ``runs_
 ``run``, ``folds``); the run's ``extract-stages`` adapter is read. For every gold claim, with
 its gold pair given so that selection does not enter:
 
-- ``ceiling``: some run of the note's words (``note_spans``) matches the gold value at the
+- ``ceiling``: some run of the note's words (``core.values.runs``) matches the gold value at the
   value level (``eval.metrics.value_match``): the most any decoder that copies one run of the
   note can reach;
 - ``map``: the run the adapter finds most likely as the stage-2 answer's value, read
@@ -16,7 +16,7 @@ its gold pair given so that selection does not enter:
   distribution over the runs (minimum Bayes risk with the metric's own similarity): the mode can
   be an outlier of short runs while most of the probability sits on overlapping longer ones;
 - ``greedy``: the value of the adapter's own stage-2 answer under its grammar, as the harness
-  decodes it.
+  decodes it (held to the same runs, token by token).
 
 One line per claim goes to ``<runs_dir>/<run>/value_spans.jsonl``, flushed as it is scored,
 and a rerun skips the claims already there. The table prints at the end. On the hf backend,
@@ -37,8 +37,9 @@ from tqdm import tqdm
 from memops import schemas
 from memops.core.config import compose_config
 from memops.core.layout import run_dir
-from memops.core.records import MAX_VALUE_CHARS, Catalog, ExtractedClaim, Note
-from memops.data.trajectory import HINTS_LEAD, load_trajectory
+from memops.core.records import Catalog, ExtractedClaim, Note
+from memops.core.values import runs
+from memops.data.trajectory import load_trajectory
 from memops.eval.config import LooConfig
 from memops.eval.loo import adapters_of
 from memops.eval.metrics import bootstrap_ci, token_f1, value_match
@@ -49,30 +50,12 @@ from memops.operators.learned import LearnedOperators
 from memops.operators.prompts import fill_messages
 from memops.operators.registry import STAGES_ADAPTER
 
-LONGEST_SPAN = 12
-"""Words in the longest run considered: gold values average 5.4 words, and few pass 12."""
 COLUMNS = ("ceiling", "map", "mbr", "greedy")
 EVIDENCE = 200
 """The likeliest runs that the risk of each run is taken against (renormalized): their share
 of the probability is near all of it, and the pairwise F1s stay a fraction of a probe's time."""
 KEPT = 20
 """The likeliest runs written per claim with their probabilities, for reading without a rerun."""
-
-
-def note_spans(note: Note) -> list[str]:
-    """Every run of 1 to ``LONGEST_SPAN`` words, within one paragraph of the note or its title,
-    trimmed of edge punctuation and at most ``MAX_VALUE_CHARS`` long (the grammar's cap on a
-    value). The paragraph of touched-file names is left out: no gold value comes from it."""
-    paragraphs = [note.title, *(p for p in note.text.split("\n\n") if not p.startswith(HINTS_LEAD))]
-    spans: set[str] = set()
-    for paragraph in paragraphs:
-        words = paragraph.split()
-        for i in range(len(words)):
-            for j in range(i + 1, min(len(words), i + LONGEST_SPAN) + 1):
-                span = " ".join(words[i:j]).strip(".,;:")
-                if span and len(span) <= MAX_VALUE_CHARS:
-                    spans.add(span)
-    return sorted(spans)
 
 
 def answer_start(claim: ExtractedClaim) -> str:
@@ -131,7 +114,7 @@ def study(cfg: LooConfig, out: Path) -> list[dict]:
             ops = operators[path]
             fill = ops.fill([(note, catalog, claim.pair)], STAGES_ADAPTER)[0]
             greedy = fill.output.value if isinstance(fill.output, ExtractedClaim) else None
-            spans = note_spans(note)
+            spans = runs(note.paragraphs())
             odds = span_odds(ops, note, catalog, claim, spans)
             span, central = next(iter(odds), None), least_risk(odds)
             row = {

@@ -18,14 +18,14 @@ from xgrammar.testing import _is_grammar_accept_string
 from memops.core.models import model_config
 from memops.core.records import Catalog, CatalogEntry, ExtractedClaim, Note
 from memops.core.sources import Sources
-from memops.core.values import TEXT, ValueType, candidates, states
+from memops.core.values import TEXT, ValueType, candidates, run_grammar, runs, states
 from memops.data.catalog import load_catalog
 from memops.data.trajectory import load_trajectories
 from memops.memory.evidence import EVIDENCE_TYPES
 from memops.operators.backends.hf import HFBackend
 from memops.operators.backends.symbolic import SymbolicBackend
 from memops.operators.learned import Extraction, LearnedOperators, Outcome, in_type, proposals, quoted, typed
-from memops.operators.schemas import ExtractOutput, fill_model, json_schema, note_evidence
+from memops.operators.schemas import ExtractOutput, fill_model, held_to, json_schema, note_evidence
 
 CATALOG = load_catalog("python-project")
 
@@ -476,3 +476,54 @@ def test_a_proposed_pairs_value_is_decoded_among_the_added_values_alone(tiny_mod
     offered = proposals(NOTE, CATALOG) or {}
     assert found.claims and all(c.value in offered[c.pair] for c in found.claims)
     assert ops.calls["fill"] == len(offered) and ops.calls["select"] == 0
+
+
+RUN_NOTE = Note(
+    id="n2",
+    at="2024-03-02T10:00:00+01:00",
+    title="Approvals move to the overlay",
+    text=(
+        'The model asks for "write" access, then waits; the overlay renders it.'
+        "\n\nTouched files: approvals.rs."
+    ),
+)
+FREE = Catalog(name="c", entries=(CatalogEntry(entity="a", slot="b", description="d"),))
+
+
+def test_a_free_text_value_is_a_run_of_its_notes_words() -> None:
+    """A run: up to 12 consecutive words of the title or one paragraph, trimmed of edge
+    punctuation, never across a quote; the touched files' names are no paragraph of it."""
+    every = runs(RUN_NOTE.paragraphs())
+    assert {
+        "Approvals move to the overlay",
+        "The model asks for",
+        "access",
+        "then waits",
+        "renders it",
+    } <= set(every)
+    schema = held_to(json_schema(fill_model("a.b", ("main",))), "value", run_grammar(RUN_NOTE.paragraphs()))
+    assert not {"maxLength", "minLength"} & schema["properties"]["value"].keys()  # vLLM refuses them
+    grammar = xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False)
+
+    def accepts_value(value: str) -> bool:
+        claim = {"entity": "a", "slot": "b", "value": value, "branch": "main", "env": "production"}
+        return _is_grammar_accept_string(grammar, json.dumps({**claim, "evidence_type": "code-change"}))
+
+    assert all(accepts_value(v) for v in every)
+    for other in (
+        "the overlay renders the model",
+        "asks for write access",
+        "then waits;",
+        "approvals.rs",
+        "it.",
+    ):
+        assert other not in every and not accepts_value(other)
+    assert run_grammar(["", " , "]) is None
+
+
+def test_the_fill_writes_a_free_text_value_its_note_says(tiny_model: Path) -> None:
+    """The tiny base, with no adapter, under the fill's grammar on the hf backend."""
+    tiny = HFBackend.load(replace(model_config("tiny"), path=str(tiny_model)), {})
+    [fill] = LearnedOperators(tiny, adapters=False).fill([(RUN_NOTE, FREE, "a.b")])
+    assert isinstance(fill.output, ExtractedClaim), fill.error
+    assert fill.output.value in runs(RUN_NOTE.paragraphs())

@@ -45,6 +45,11 @@ def added_lines(text: str) -> list[tuple[str, str]] | None:
     return None
 
 
+HINTS_LEAD = "Touched files:"
+"""How a note's paragraph of touched-file hints begins (``data.trajectory.note_text``): names,
+which a reader that wants the prose skips."""
+
+
 class Note(_Strict):
     """A session note as a reader sees it; commit, date, id and files become claim provenance."""
 
@@ -54,6 +59,11 @@ class Note(_Strict):
     title: OneLine
     text: str
     files: tuple[OneLine, ...] = ()
+
+    def paragraphs(self) -> list[str]:
+        """The title and each paragraph of the text but the touched files' names: what a
+        free-text value is read from (``core.values.run_grammar``)."""
+        return [self.title, *(p for p in self.text.split("\n\n") if not p.startswith(HINTS_LEAD))]
 
 
 class CatalogEntry(_Strict):

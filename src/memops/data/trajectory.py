@@ -17,7 +17,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from memops.core.records import Catalog, CatalogEntry, ExtractedClaim
+from memops.core.records import HINTS_LEAD, Catalog, CatalogEntry, ExtractedClaim
 from memops.core.sessions import Episode, Query, Session
 from memops.core.sources import Sources
 from memops.data.problems import DataError, Path_, Problem, decode, from_validation, line_of, yaml_with_lines
@@ -26,8 +26,6 @@ from memops.operators.schemas import MAX_PAIRS
 
 BODY_CHARS = 240
 FILE_HINTS = 4
-HINTS_LEAD = "Touched files:"
-"""How the paragraph of touched-file hints begins: a reader that wants the prose can skip it."""
 
 
 class CommitRecord(BaseModel):

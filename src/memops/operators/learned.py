@@ -18,7 +18,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ValidationError
 
 from memops.core.records import Catalog, ExtractedClaim, Note, added_lines
-from memops.core.values import MAX_VALUE_CHARS, candidates, change_says, one_of, states
+from memops.core.values import MAX_VALUE_CHARS, candidates, change_says, one_of, run_grammar, states
 from memops.memory.claims import Claim
 from memops.memory.state import Entry
 from memops.operators.backends import BASE, Backend, Completion, Messages, Odds, Probe, Request
@@ -29,6 +29,7 @@ from memops.operators.schemas import (
     MAX_PAIRS,
     Selection,
     fill_model,
+    held_to,
     json_schema,
     note_branches,
     note_evidence,
@@ -554,15 +555,21 @@ class LearnedOperators:
     ) -> list[Outcome]:
         """Stage 2: one claim per selected pair; the pair is fixed, branch/env/evidence are enums
         (a commit's note that says what it changed: a code change or a hotfix),
-        a typed slot's value is decoded under its type's grammar and normalised (:func:`typed`).
+        a typed slot's value is decoded under its type's grammar and normalised (:func:`typed`),
+        a free-text slot's as a run of its note's words (``run_grammar``).
         ``values``, per item: the values its fill may write (none given: any of its type)."""
         asks = []
         for (note, catalog, pair), allowed in zip(items, values or [()] * len(items), strict=True):
             branches = note_branches(note)
             grammar = one_of(allowed) if allowed else catalog.value_type(pair).grammar()
             model = fill_model(pair, branches, grammar, note_evidence(note))
+            schema = self._schema(model)
+            if schema is not None and grammar is None and (said := run_grammar(note.paragraphs())):
+                # The decoder writes a run of the note; a parsed value stays any line, so an
+                # oracle's gold paraphrase or an unconstrained endpoint's answer still parses.
+                schema = held_to(schema, "value", said)
             prompt = fill_messages(note, catalog, pair)
-            asks.append((adapter, prompt, model, self._schema(model), fill_budget(pair, branches)))
+            asks.append((adapter, prompt, model, schema, fill_budget(pair, branches)))
         favours = [note.text if self.favour_note else None for note, _, _ in items]
         outcomes = self._ask("fill", asks, favours)
         return [typed(o, catalog) for o, (_, catalog, _) in zip(outcomes, items, strict=True)]

@@ -186,6 +186,16 @@ def _grammar_node(node: Any) -> None:
         _grammar_node(value)
 
 
+def held_to(schema: dict[str, Any], field: str, pattern: str) -> dict[str, Any]:
+    """``schema`` (a ``json_schema``) with ``field`` held to ``pattern`` for decoding alone: the
+    model that parses the answer does not carry the pattern. Its length bounds go as
+    ``_grammar_string`` says them (vLLM refuses a pattern beside ``maxLength``)."""
+    node = schema["properties"][field]
+    node["pattern"] = pattern
+    _grammar_string(node)
+    return schema
+
+
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON schema as grammar engines (xgrammar, locally and in vLLM) take it.
 
@@ -207,6 +217,7 @@ __all__ = [
     "Selection",
     "UpdateOutput",
     "fill_model",
+    "held_to",
     "json_schema",
     "note_branches",
     "note_evidence",
