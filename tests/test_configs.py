@@ -199,7 +199,9 @@ def test_decision_settings_out_of_range_are_refused(override: str, message: str)
         compose_config("loo", [override])
 
 
-def test_a_negative_contract_draw_or_a_region_weight_unknown_or_below_one_is_refused() -> None:
+def test_a_negative_contract_draw_a_region_weight_unknown_or_below_one_or_a_share_past_one_is_refused() -> (
+    None
+):
     from memops.data.config import DataConfig
 
     with pytest.raises(ValueError, match="contract_per_episode=-1: must be 0 or more"):
@@ -208,6 +210,8 @@ def test_a_negative_contract_draw_or_a_region_weight_unknown_or_below_one_is_ref
         DataConfig(contract_weights={"evidence": 12})
     with pytest.raises(ValueError, match="weights are 1 or more"):
         DataConfig(contract_weights={"exact tie": 0})
+    with pytest.raises(ValueError, match=r"near_misses=1\.5: a share, between 0 and 1"):
+        DataConfig(near_misses=1.5)
 
 
 HTTP_LOGGERS = ("httpx", "httpx2")

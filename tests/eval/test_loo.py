@@ -376,6 +376,9 @@ def test_a_run_naming_a_real_trajectory_count_reads_the_datasets_it_built(
     cfg.real_trajectories, cfg.real_repeat = 1, 3
     with pytest.raises(DataError, match=r"this run has real_repeat=3 \(built with 1\)"):
         evaluate(cfg)
+    cfg.real_repeat, cfg.near_misses = 1, 0.5
+    with pytest.raises(DataError, match=r"this run has near_misses=0.5 \(built with 0.0\)"):
+        evaluate(cfg)
 
 
 def test_what_the_synthetic_fold_trains_on_is_never_scored_with_its_adapters(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import Counter
 
 import pytest
@@ -13,7 +14,9 @@ from memops.memory.claims import norm
 from memops.memory.evidence import evidence_score
 from memops.operators.contract import (
     DIFFICULTY,
+    NO_CONTRACT,
     STANDINGS,
+    ContractDraw,
     cells,
     contract_cases,
     draw,
@@ -89,6 +92,22 @@ def test_every_suite_case_is_answered_as_its_region_says(op: str) -> None:
                 assert label == ("supersede" if wins else "contested"), case["id"]
 
 
+@pytest.mark.parametrize("op", DECISIONS)
+def test_the_rules_answer_is_always_among_those_they_leave_open(op: str) -> None:
+    """``Operator.open``: keys that differ leave one answer; at one key two are left, apart only
+    in whether the values are one value, and the gold is one of them, in every region."""
+    spec = OPERATORS[op]
+    for case in suite(op, "test") + suite(op, "validation"):
+        left = spec.open(*case["arguments"])
+        assert case["label"] in {a.label for a in left}, case["id"]
+        assert set(left) <= set(spec.answers)
+        if case["region"] in ("unrelated", "other scope", "new key"):
+            assert len(left) == 1
+        else:
+            first = {a.relation for a in left} if op == "compare" else {a.action for a in left}
+            assert len(left) == 2 and first >= ({"equivalent"} if op == "compare" else {"merge"})
+
+
 def test_the_suite_is_fixed_and_its_parts_apart() -> None:
     for op in DECISIONS:
         test, validation = suite(op, "test"), suite(op, "validation")
@@ -121,7 +140,7 @@ def test_a_synthetic_episode_draws_its_contract_cases_with_the_builds_weights(sy
         seen: Counter[str] = Counter()
         for episode in synthetic:
             examples = OPERATORS["compare"].examples(
-                episode, random.Random(episode.id), 2, contract=12, contract_weights=weights
+                episode, random.Random(episode.id), 2, ContractDraw(12, weights)
             )
             seen.update(json.loads(e["inputs"])["region"] for e in examples if '"region"' in e["inputs"])
         return seen
@@ -129,6 +148,30 @@ def test_a_synthetic_episode_draws_its_contract_cases_with_the_builds_weights(sy
     default, weighted = regions_drawn(), regions_drawn(**{"evidence decides": 60})
     assert sum(default.values()) == sum(weighted.values()) == 12 * len(synthetic)
     assert weighted["evidence decides"] > sum(weighted.values()) / 2 > default["evidence decides"]
+
+
+def test_near_misses_set_a_value_against_itself_with_a_number_changed(synthetic: list) -> None:
+    """``near_misses``: of the compare cases whose values differ, about that share sets a value
+    against the value with its first number changed (where it has one); the rest of the draw
+    is the default's, and a share of 0 draws exactly what the default draws."""
+
+    def differing(how: ContractDraw) -> list[tuple[str, str]]:
+        pairs = []
+        for episode in synthetic:
+            for case in contract_cases("compare", episode, random.Random(episode.id), how):
+                first, second = case.arguments
+                if norm(first.value) != norm(second.value) and first.key == second.key:
+                    pairs.append((first.value, second.value))
+        return pairs
+
+    def alike(a: str, b: str) -> bool:
+        return re.sub(r"\d+", "#", a) == re.sub(r"\d+", "#", b)
+
+    assert differing(ContractDraw(12, near_misses=0.0)) == differing(ContractDraw(12))
+    plain, near = differing(ContractDraw(12)), differing(ContractDraw(12, near_misses=1.0))
+    numbered = [p for p in near if re.search(r"\d", p[0])]
+    assert numbered and all(alike(a, b) for a, b in numbered)
+    assert sum(alike(a, b) for a, b in plain) < len(plain) / 4
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +184,7 @@ def test_synthetic_episodes_teach_every_region_in_their_own_names(synthetic: lis
     for op in DECISIONS:
         seen: Counter[str] = Counter()
         for episode in synthetic:
-            examples = OPERATORS[op].examples(episode, random.Random(episode.id), 2, contract=12)
+            examples = OPERATORS[op].examples(episode, random.Random(episode.id), 2, ContractDraw(12))
             contract = [e for e in examples if '"region"' in e["inputs"]]
             assert len(contract) == 12
             for e in contract:
@@ -171,6 +214,6 @@ def test_a_trajectory_episode_gets_no_contract_cases(export_dir) -> None:
     from tests.conftest import shipped
 
     episode = load_trajectories(shipped(export_dir))[0]
-    assert contract_cases("compare", episode, random.Random(0), 0) == []
+    assert contract_cases("compare", episode, random.Random(0), NO_CONTRACT) == []
     plain = OPERATORS["update"].examples(episode, random.Random(0), 2)
-    assert OPERATORS["update"].examples(episode, random.Random(0), 2, contract=12) == plain
+    assert OPERATORS["update"].examples(episode, random.Random(0), 2, ContractDraw(12)) == plain

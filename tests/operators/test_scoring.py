@@ -285,6 +285,28 @@ def test_a_decision_read_on_a_real_model_is_its_most_likely_allowed_answer(bare:
     assert ops.unanswered(UPDATE, arguments) == 0
 
 
+def test_a_contract_read_is_the_likeliest_answer_the_rules_leave_open(bare: HFBackend) -> None:
+    """``decisions=contract`` on a real model: the same probe as ``read``, its argmax taken over
+    the answers the claims' fields leave open, so where the keys decide the answer is the
+    rules' whatever the model weighs most."""
+    from memops.operators.contract import suite
+    from memops.operators.registry import COMPARE
+
+    cases = suite("compare", "test")[::8]
+    arguments = [c["arguments"] for c in cases]
+    ops = LearnedOperators(bare, adapters=False, decisions="contract")
+    options = tuple(a.model_dump_json() for a in COMPARE.answers)
+    odds = bare.probe([Probe("base", COMPARE.messages(*a), options) for a in arguments])
+    free = 0
+    for case, outcome, o in zip(cases, ops.decide(COMPARE, arguments), odds, strict=True):
+        left = [i for i, a in enumerate(COMPARE.answers) if a in COMPARE.open(*case["arguments"])]
+        assert outcome.raw == options[max(left, key=o.probs.__getitem__)]
+        free += max(range(len(options)), key=o.probs.__getitem__) not in left
+        if case["region"] in ("unrelated", "other scope"):
+            assert outcome.output.label == case["label"]
+    assert free > 0  # the bare base's own likeliest answer breaks the contract somewhere
+
+
 def test_calibrated_decisions_apply_the_adapters_offsets_and_the_bare_base_reads_without(episode) -> None:
     """``decisions=calibrated``: the argmax of ``scale * log p + offset``; a scale of 0 leaves the
     offsets alone to decide, so every update becomes the label they favour; the prompted base

@@ -13,7 +13,7 @@ import hashlib
 import json
 import random
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from tqdm import tqdm
 from memops.core.folds import Fold
 from memops.core.sessions import Episode
 from memops.data.realism import baseline_markdown, one_input_baseline, realism, realism_markdown
+from memops.operators.contract import NO_CONTRACT, ContractDraw
 from memops.operators.examples import Example, stage_examples
 from memops.operators.registry import DECISIONS, EXTRACT, OPERATORS, OPS, STAGES_ADAPTER, adapters
 
@@ -71,11 +72,10 @@ def build_pool(
     progress: bool = True,
     stages: bool = False,
     stage_ratio: float | None = None,
-    contract: int = 0,
-    contract_weights: Mapping[str, int] | None = None,
+    contract: ContractDraw = NO_CONTRACT,
 ) -> Pool:
-    """``contract``: contract cases per synthetic episode and decision, drawn with each region's
-    weight in ``contract_weights`` or else its difficulty (``operators.contract``)."""
+    """``contract``: the contract cases each synthetic episode adds per decision, and how they are
+    drawn (``operators.contract``)."""
     pool = Pool(adapters(stages))
     for episode in tqdm(episodes, desc="examples", unit="episode", disable=not progress):
         pool.by_episode[episode.id] = {
@@ -84,7 +84,6 @@ def build_pool(
                 random.Random(f"{seed}:{name}:{episode.id}"),
                 compare_per_label,
                 contract=contract,
-                contract_weights=contract_weights,
             )
             for name, op in OPERATORS.items()
         }

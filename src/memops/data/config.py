@@ -28,6 +28,11 @@ class DataConfig(RunConfig):
     """Each region's weight in that draw, by default its difficulty (``operators.contract``); one
     given on the command line replaces its default, ``contract_weights={evidence decides: 12}``:
     the region balance of the training data, a lever of the decision recipe (docs/log/transfer.md)."""
+    near_misses: float = 0.0
+    """The share of the contract compare cases whose values differ that set a value against a
+    near miss of itself, its first number changed (``14 shards`` against ``28 shards``), rather than
+    another of the slot's values: the counterpart of the restated value, so that telling one value
+    from another is learned from the values and not from the claims' standing (docs/log/transfer.md)."""
     validation_fraction: float = 0.2
     extract_stages: bool = False
     """Also write ``extract-stages``: the extract examples plus the two-stage extractor's own
@@ -83,6 +88,8 @@ class DataConfig(RunConfig):
             raise ValueError(f"contract_weights: no region {unknown}; the regions: {', '.join(DIFFICULTY)}")
         if low := {r: w for r, w in self.contract_weights.items() if w < 1}:
             raise ValueError(f"contract_weights: {low}: weights are 1 or more (no region left out)")
+        if not 0 <= self.near_misses <= 1:
+            raise ValueError(f"near_misses={self.near_misses}: a share, between 0 and 1")
         if self.contract_per_episode < 0:
             raise ValueError(f"contract_per_episode={self.contract_per_episode}: must be 0 or more")
         if self.real_repeat < 1:

@@ -27,6 +27,7 @@ from memops.data.publish import publish, recover
 from memops.data.scenarios.generate import scenarios
 from memops.data.trajectory import load_trajectories
 from memops.memory.reader import answer
+from memops.operators.contract import ContractDraw
 
 
 def _line_naming(file: Path, query_id: str) -> int | None:
@@ -95,6 +96,7 @@ BUILD_KEYS = (
     "compare_per_label",
     "contract_per_episode",
     "contract_weights",
+    "near_misses",
     "validation_fraction",
     "real_trajectories",
     "real_repeat",
@@ -172,8 +174,7 @@ def _build(cfg: DataConfig, out: Path, overrides: list[str] | None) -> dict[str,
         progress=cfg.progress,
         stages=cfg.extract_stages,
         stage_ratio=cfg.extract_stage_ratio,
-        contract=cfg.contract_per_episode,
-        contract_weights=cfg.contract_weights,
+        contract=ContractDraw(cfg.contract_per_episode, cfg.contract_weights, cfg.near_misses),
     )
 
     staging = out.parent / f".{out.name}.staging"

@@ -89,6 +89,10 @@ class LooConfig(TrainingRun):
     decisions for ``select=decisions`` to choose checkpoints by (``DataConfig``'s field, passed
     to the build); the run holds them out of ``folds``. Give the run its own ``datasets_dir``
     and ``adapters_dir``."""
+    near_misses: float = 0.0
+    """The share of contract compare cases whose values differ that set a value against a near
+    miss of itself (``DataConfig``'s field, passed to the build). Give the run its own
+    ``datasets_dir`` and ``adapters_dir``."""
     extract_modes: list[str] | None = None
     """The learned extraction variants scored and replayed; unset: every one the adapters allow
     (the ``STAGED_MODES`` with ``extract_stages``) but the ``OPT_IN_MODES``. A parity pass can
@@ -107,8 +111,10 @@ class LooConfig(TrainingRun):
     first set of adapters the run loads; [] scores none."""
     decisions: str = "decode"
     """How the learned compare and update answer: ``decode`` (greedy under the schema's grammar)
-    , ``read`` (the allowed answer the adapter finds most likely) or ``calibrated`` (read, after
-    the per-answer offsets the adapter's validation answers fitted; ``LearnedOperators.decisions``)."""
+    , ``read`` (the allowed answer the adapter finds most likely), ``calibrated`` (read, after
+    the per-answer offsets the adapter's validation answers fitted) or ``contract`` (read among
+    the answers the rules leave open once the claims' keys, evidence and times have spoken: the
+    adapter judges whether two values are one value; ``LearnedOperators.decisions``)."""
     replay: bool = True
     """Replay every held-out trajectory through the engine after scoring (the report's engine
     rows); a parity pass compares operator outputs and can leave it out."""
@@ -145,6 +151,7 @@ class LooConfig(TrainingRun):
             real_repeat=self.real_repeat,
             synthetic_plus=self.synthetic_plus,
             real_validation=self.real_validation,
+            near_misses=self.near_misses,
             **settings,
         )
 

@@ -50,7 +50,14 @@ def build_datasets(cfg: LooConfig) -> None:
     build_data(cfg.data(progress=cfg.progress))
 
 
-RUN_DATA_KEYS = ("seed", "real_trajectories", "real_repeat", "synthetic_plus", "real_validation")
+RUN_DATA_KEYS = (
+    "seed",
+    "real_trajectories",
+    "real_repeat",
+    "synthetic_plus",
+    "real_validation",
+    "near_misses",
+)
 """The data settings a LOO run names itself: the datasets it reads must have been built with them."""
 
 

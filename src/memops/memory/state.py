@@ -313,6 +313,18 @@ def rule(entry: Entry, claim: Claim, judge: Judge = keep_current) -> tuple[Actio
     return "contested", why
 
 
+def open_actions(entry: Entry | None, claim: Claim, judge: Judge = keep_current) -> tuple[Action, ...]:
+    """The actions the update rule leaves open for a claim at an entry once the fields have said
+    all they can: ``add`` at a new key; otherwise ``merge`` (the value is one the entry holds) or
+    what rules 3-5 make of a value it does not hold (``supersede`` when the claim wins,
+    ``contested`` when it loses). Which of the two is the judgment of whether the values are one
+    value; ``rule``'s answer is always among them."""
+    if entry is None or entry.current is None:
+        return ("add",)
+    winner, _ = resolve(entry.current, claim, judge)
+    return "merge", "supersede" if winner == "second" else "contested"
+
+
 class StateMemory:
     """Conflict-aware project state: contradictions are resolved when a claim is written."""
 

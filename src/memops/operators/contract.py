@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -204,12 +205,32 @@ class Writer:
 WEAKEST: Standing = min(STANDINGS, key=standing_score)
 
 
-def compare_case(cell: Cell, subject: Subject, rng: random.Random, source: str = "contract") -> Case:
+def near_miss(value: str, rng: random.Random) -> str | None:
+    """The value with its first number changed (``14 shards`` -> ``28 shards``): written almost as
+    the value is, yet another value, the counterpart of ``_restated``. None without a number."""
+    found = NUMBER.search(value)
+    if found is None:
+        return None
+    n = int(found.group())
+    other = rng.choice([n * 2, max(1, n // 2), n + rng.randrange(1, 10)])
+    return value[: found.start()] + str(other if other != n else n + 1) + value[found.end() :]
+
+
+NUMBER = re.compile(r"\d+")
+
+
+def compare_case(
+    cell: Cell, subject: Subject, rng: random.Random, source: str = "contract", near_misses: float = 0.0
+) -> Case:
+    """``near_misses``: the share of cases whose values differ that set the value against a near
+    miss of itself (``near_miss``) rather than another of the slot's values."""
     w = Writer(subject, rng, source)
     values = rng.sample(subject.values, 2)
     first = w.claim(values[0], cell.held, subject.at)
     at = w.later(subject.at, cell.time)
     value = {"identical": values[0], "restated": _restated(values[0], rng)}.get(cell.value, values[1])
+    if cell.value == "different" and near_misses and rng.random() < near_misses:
+        value = near_miss(values[0], rng) or value
     key: dict[str, str] = {}
     if cell.value == "other-branch":
         key["branch"] = f"feature/{subject.slot.replace('_', '-')}-{rng.randrange(2, 99)}"
@@ -223,9 +244,12 @@ def compare_case(cell: Cell, subject: Subject, rng: random.Random, source: str =
     return Case((first, second), {**inputs, "region": cell.region}, [])
 
 
-def update_case(cell: Cell, subject: Subject, rng: random.Random, source: str = "contract") -> Case:
+def update_case(
+    cell: Cell, subject: Subject, rng: random.Random, source: str = "contract", near_misses: float = 0.0
+) -> Case:
     """The entry is written through the engine (its rules), so it holds what such a history
-    leaves; the incoming claim then meets its snapshot, as in replay."""
+    leaves; the incoming claim then meets its snapshot, as in replay. ``near_misses`` is
+    compare's alone (update's values are drawn as they are)."""
     w = Writer(subject, rng, source)
     current, contested, earlier, fresh = rng.sample(subject.values, 4)
     memory = StateMemory()
@@ -297,20 +321,35 @@ def episode_subjects(claims: Sequence[Claim]) -> list[Subject]:
     return out
 
 
-def contract_cases(
-    op: str, episode: Episode, rng: random.Random, n: int, weights: Mapping[str, int] | None = None
-) -> list[Case]:
-    """``n`` contract cases of one decision, drawn by ``draw`` (``weights`` over ``DIFFICULTY``)
-    and written on the episode's own subjects; their sessions are the episode's, which holds
-    them (for the leakage checks)."""
+@dataclass(frozen=True)
+class ContractDraw:
+    """How many contract cases a synthetic episode adds per decision, and how: the data build's
+    settings (``DataConfig``); the default adds none."""
+
+    per_episode: int = 0
+    weights: Mapping[str, int] | None = None
+    """Each region's weight, over ``DIFFICULTY``."""
+    near_misses: float = 0.0
+    """Compare: the share of cases whose values differ that set a value against a near miss of
+    itself (``near_miss``)."""
+
+
+NO_CONTRACT = ContractDraw()
+"""No contract cases: the examples of an episode as its own sessions give them."""
+
+
+def contract_cases(op: str, episode: Episode, rng: random.Random, how: ContractDraw) -> list[Case]:
+    """``how.per_episode`` contract cases of one decision, drawn by ``draw`` and written on the
+    episode's own subjects; their sessions are the episode's, which holds them (for the leakage
+    checks)."""
     subjects = episode_subjects([c for s in episode.sessions for c in s.memory_claims()])
     if not subjects:
         return []
     sessions = [episode.sessions[0].id]
     source = f"{episode.sessions[0].id}~contract"
     return [
-        replace(CASES[op](cell, rng.choice(subjects), rng, source), sessions=sessions)
-        for cell in draw(op, rng, n, weights)
+        replace(CASES[op](cell, rng.choice(subjects), rng, source, how.near_misses), sessions=sessions)
+        for cell in draw(op, rng, how.per_episode, how.weights)
     ]
 
 

@@ -36,7 +36,7 @@ from memops.operators.schemas import (
     select_model,
 )
 
-Decoding = Literal["decode", "read", "calibrated"]
+Decoding = Literal["decode", "read", "calibrated", "contract"]
 DECODINGS: tuple[Decoding, ...] = get_args(Decoding)
 ExtractMode = Literal[
     "direct",
@@ -295,7 +295,10 @@ class LearnedOperators:
     allowed answer (``Operator.answers``) the model finds most likely, read teacher-forced in one
     pass (a probe): the answer cannot be one the rules never give, and no answer is cut short;
     ``calibrated``, read, each answer's log-probability mapped by the offsets its adapter's
-    validation answers fitted (``calibrations``; ``operators.offsets``) before the argmax."""
+    validation answers fitted (``calibrations``; ``operators.offsets``) before the argmax;
+    ``contract``, read among the answers the rules leave open for the call (``Operator.open``):
+    the claims' keys, evidence and times decide what they decide, and the adapter judges only
+    whether the two values are one value, so no answer breaks the engine's order."""
     calibrations: dict[str, Offsets] = field(default_factory=dict)
     """Per decision operator, the offsets ``decisions=calibrated`` applies to its adapter's
     reads; the bare base (``adapters=False``) reads without any."""
@@ -379,20 +382,26 @@ class LearnedOperators:
 
     def _read(self, op: Operator, arguments: Sequence[tuple[Any, ...]]) -> list[Outcome]:
         """Each decision as the allowed answer its probe weighs most (``decisions="read"``),
-        after its adapter's offsets (``"calibrated"``)."""
+        after its adapter's offsets (``"calibrated"``), or among those the rules leave open
+        (``"contract"``)."""
         asks = self._reading_asks(op, arguments)
         offsets = self.calibrations.get(op.name) if self.decisions == "calibrated" and self.adapters else None
         labels = [a.label for a in op.answers]
         out = []
-        for (_, messages, options), odds in zip(asks, self.probe(op.name, asks), strict=True):
+        probes = self.probe(op.name, asks)
+        for (_, messages, options), odds, args in zip(asks, probes, arguments, strict=True):
             if odds.refused:
                 error = f"refused by the backend: {odds.refused}"
                 out.append(Outcome(op.name, messages, "", None, error, odds.latency_s, 0))
                 continue
-            if offsets is None:
-                best = max(range(len(options)), key=odds.probs.__getitem__)
-            else:
+            if offsets is not None:
                 best = offsets.choose(labels, odds.probs)
+            else:
+                allowed = range(len(options))
+                if self.decisions == "contract" and op.open is not None:
+                    left = op.open(*args)
+                    allowed = [i for i, a in enumerate(op.answers) if a in left]
+                best = max(allowed, key=odds.probs.__getitem__)
             out.append(Outcome(op.name, messages, options[best], op.answers[best], None, odds.latency_s, 0))
         return out
 

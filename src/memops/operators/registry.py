@@ -27,7 +27,7 @@ from memops.core.sessions import Episode
 from memops.memory.claims import Claim
 from memops.memory.state import ACTIONS, Entry
 from memops.operators.backends import Messages
-from memops.operators.contract import contract_cases
+from memops.operators.contract import NO_CONTRACT, ContractDraw, contract_cases
 from memops.operators.examples import (
     COMPARE_LABELS,
     Case,
@@ -39,7 +39,7 @@ from memops.operators.examples import (
 )
 from memops.operators.prompts import compare_messages, extract_messages, update_messages
 from memops.operators.schemas import CompareOutput, ExtractOutput, UpdateOutput
-from memops.operators.symbolic import symbolic_compare, symbolic_update
+from memops.operators.symbolic import open_compare, open_update, symbolic_compare, symbolic_update
 
 
 @dataclass(frozen=True)
@@ -53,14 +53,18 @@ class Operator:
     """Most new tokens per call: the schema's free strings leave the length open."""
     examples: Callable[..., list[Example]]
     """An episode's examples, given an rng seeded per (operator, episode), the number of
-    sampled examples per label for builders that sample and, as ``contract``, the number of
-    contract cases a synthetic episode adds (``operators.contract``)."""
+    sampled examples per label for builders that sample and, as ``contract``, how many contract
+    cases a synthetic episode adds and how they are drawn (``operators.contract.ContractDraw``)."""
     arguments: Callable[[Mapping[str, Any]], tuple[Any, ...]] | None = None
     """A decision's call arguments from an example's ``inputs``."""
     rule: Callable[..., BaseModel] | None = None
     """A decision's symbolic answer on the same arguments."""
     answers: tuple[BaseModel, ...] = ()
     """A decision's answers the engine's rules can give: what reading an answer weighs."""
+    open: Callable[..., tuple[BaseModel, ...]] | None = None
+    """A decision's answers the rules leave open for one call's arguments, once the claims'
+    fields (keys, evidence, times) have said all they can: what ``decisions=contract`` reads
+    among."""
 
 
 def decision(
@@ -72,24 +76,21 @@ def decision(
     arguments: Callable[[Mapping[str, Any]], tuple[Any, ...]],
     rule: Callable[..., BaseModel],
     answers: tuple[BaseModel, ...],
+    open: Callable[..., tuple[BaseModel, ...]],
 ) -> Operator:
     """A decision operator: its examples are its ``cases`` and, in a synthetic episode,
     ``contract`` cells of the decision space written in the episode's names and values, all
     prompted and answered by ``rule``."""
 
     def examples(
-        episode: Episode,
-        rng: random.Random,
-        per_label: int,
-        contract: int = 0,
-        contract_weights: Mapping[str, int] | None = None,
+        episode: Episode, rng: random.Random, per_label: int, contract: ContractDraw = NO_CONTRACT
     ) -> list[Example]:
         drawn = cases(episode, rng, per_label)
-        if contract and episode.source == "synthetic":
-            drawn += contract_cases(name, episode, rng, contract, contract_weights)
+        if contract.per_episode and episode.source == "synthetic":
+            drawn += contract_cases(name, episode, rng, contract)
         return decision_examples(name, episode, drawn, messages, rule)
 
-    return Operator(name, output, messages, budget, examples, arguments, rule, answers)
+    return Operator(name, output, messages, budget, examples, arguments, rule, answers, open)
 
 
 def _update_arguments(inputs: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -104,7 +105,7 @@ EXTRACT = Operator(
     output=ExtractOutput,
     messages=extract_messages,
     budget=512,
-    examples=lambda episode, _rng, _per_label, contract=0, contract_weights=None: extract_examples(episode),
+    examples=lambda episode, _rng, _per_label, contract=None: extract_examples(episode),
 )
 COMPARE = decision(
     name="compare",
@@ -115,6 +116,7 @@ COMPARE = decision(
     arguments=lambda inputs: (Claim.model_validate(inputs["first"]), Claim.model_validate(inputs["second"])),
     rule=symbolic_compare,
     answers=tuple(CompareOutput(relation=r, winner=w) for r, w in (a.split("/") for a in COMPARE_LABELS)),
+    open=open_compare,
 )
 UPDATE = decision(
     name="update",
@@ -125,6 +127,7 @@ UPDATE = decision(
     arguments=_update_arguments,
     rule=symbolic_update,
     answers=tuple(UpdateOutput(action=a) for a in ACTIONS),
+    open=open_update,
 )
 
 OPERATORS: dict[str, Operator] = {op.name: op for op in (EXTRACT, COMPARE, UPDATE)}

@@ -10,8 +10,8 @@ import hashlib
 import json
 
 from memops.memory.claims import Claim
-from memops.memory.compare import compare
-from memops.memory.state import Entry, rule
+from memops.memory.compare import compare, open_answers
+from memops.memory.state import Entry, open_actions, rule
 from memops.operators.backends import Messages
 from memops.operators.schemas import CompareOutput, UpdateOutput
 
@@ -25,6 +25,16 @@ def symbolic_update(entry: Entry | None, claim: Claim) -> UpdateOutput:
     if entry is None or entry.current is None:
         return UpdateOutput(action="add")
     return UpdateOutput(action=rule(entry, claim)[0])
+
+
+def open_compare(first: Claim, second: Claim) -> tuple[CompareOutput, ...]:
+    """The compare answers the rule leaves open (``memory.compare.open_answers``)."""
+    return tuple(CompareOutput(relation=r, winner=w) for r, w in open_answers(first, second))
+
+
+def open_update(entry: Entry | None, claim: Claim) -> tuple[UpdateOutput, ...]:
+    """The update actions the rule leaves open (``memory.state.open_actions``)."""
+    return tuple(UpdateOutput(action=a) for a in open_actions(entry, claim))
 
 
 def prompt_key(messages: Messages) -> str:
