@@ -199,9 +199,7 @@ def test_decision_settings_out_of_range_are_refused(override: str, message: str)
         compose_config("loo", [override])
 
 
-def test_a_negative_contract_draw_a_region_weight_unknown_or_below_one_or_a_share_past_one_is_refused() -> (
-    None
-):
+def test_contract_draw_settings_out_of_range_are_refused() -> None:
     from memops.data.config import DataConfig
 
     with pytest.raises(ValueError, match="contract_per_episode=-1: must be 0 or more"):

@@ -205,6 +205,9 @@ class Writer:
 WEAKEST: Standing = min(STANDINGS, key=standing_score)
 
 
+NUMBER = re.compile(r"\d+")
+
+
 def near_miss(value: str, rng: random.Random) -> str | None:
     """The value with its first number changed (``14 shards`` -> ``28 shards``): written almost as
     the value is, yet another value, the counterpart of ``_restated``. None without a number."""
@@ -214,9 +217,6 @@ def near_miss(value: str, rng: random.Random) -> str | None:
     n = int(found.group())
     other = rng.choice([n * 2, max(1, n // 2), n + rng.randrange(1, 10)])
     return value[: found.start()] + str(other if other != n else n + 1) + value[found.end() :]
-
-
-NUMBER = re.compile(r"\d+")
 
 
 def compare_case(
