@@ -8,6 +8,7 @@ import re
 from collections import Counter
 
 import pytest
+from pydantic import BaseModel
 
 from memops.data.scenarios.generate import scenarios
 from memops.memory.claims import norm
@@ -24,7 +25,7 @@ from memops.operators.contract import (
     suite,
     suite_names,
 )
-from memops.operators.registry import DECISIONS, OPERATORS
+from memops.operators.registry import DECISIONS, OPERATORS, Operator
 
 
 def score(standing: tuple[str, bool]) -> int:
@@ -106,6 +107,7 @@ def test_the_rules_answer_is_always_among_those_they_leave_open(op: str) -> None
         else:
             first = {a.relation for a in left} if op == "compare" else {a.action for a in left}
             assert len(left) == 2 and first >= ({"equivalent"} if op == "compare" else {"merge"})
+            assert len({spec.judgment(a) for a in left}) == 2  # one value, or two
 
 
 def test_the_suite_is_fixed_and_its_parts_apart() -> None:
@@ -217,3 +219,35 @@ def test_a_trajectory_episode_gets_no_contract_cases(export_dir) -> None:
     assert contract_cases("compare", episode, random.Random(0), NO_CONTRACT) == []
     plain = OPERATORS["update"].examples(episode, random.Random(0), 2)
     assert OPERATORS["update"].examples(episode, random.Random(0), 2, ContractDraw(12)) == plain
+
+
+def spread(spec: Operator, weights: dict[BaseModel, float]) -> list[float]:
+    """Probabilities over ``spec.answers``: the given ones, the rest shared by the others."""
+    rest = [a for a in spec.answers if a not in weights]
+    left = (1 - sum(weights.values())) / len(rest)
+    return [weights.get(a, left) for a in spec.answers]
+
+
+@pytest.mark.parametrize("op", DECISIONS)
+def test_a_contract_read_weighs_a_judgment_of_the_values_by_every_answer_that_makes_it(op: str) -> None:
+    """An adapter that puts its weight on the winner (or action) the order does not give still
+    says "two values": ``within_contract`` sums the answers that judge alike before the open
+    answers meet, and where one value weighs more than all of them it says one value."""
+    from memops.operators.learned import within_contract
+
+    spec = OPERATORS[op]
+    read = 0
+    for case in suite(op, "test"):
+        left = spec.open(*case["arguments"])
+        if len(left) < 2:
+            continue
+        same = next(a for a in left if spec.judgment(a) in ("equivalent", "merge"))
+        other = next(a for a in left if a != same)
+        twos = [a for a in spec.answers if spec.judgment(a) == spec.judgment(other)]
+        # each below the one-value answer, together above it
+        probs = spread(spec, {same: 0.3, **{a: 0.2 for a in twos}})
+        assert spec.answers[within_contract(spec, case["arguments"], probs)] == other, case["id"]
+        probs = spread(spec, {same: 0.45, **{a: 0.4 / len(twos) for a in twos}})
+        assert spec.answers[within_contract(spec, case["arguments"], probs)] == same, case["id"]
+        read += 1
+    assert read > 100

@@ -285,10 +285,11 @@ def test_a_decision_read_on_a_real_model_is_its_most_likely_allowed_answer(bare:
     assert ops.unanswered(UPDATE, arguments) == 0
 
 
-def test_a_contract_read_is_the_likeliest_answer_the_rules_leave_open(bare: HFBackend) -> None:
-    """``decisions=contract`` on a real model: the same probe as ``read``, its argmax taken over
-    the answers the claims' fields leave open, so where the keys decide the answer is the
-    rules' whatever the model weighs most."""
+def test_a_contract_read_is_the_open_answer_whose_judgment_weighs_most(bare: HFBackend) -> None:
+    """``decisions=contract`` on a real model: the same probe as ``read``, each answer the
+    claims' fields leave open weighed by every answer that judges the values alike (all of
+    ``conflicting/*`` for two values), so where the keys decide the answer is the rules'
+    whatever the model weighs most."""
     from memops.operators.contract import suite
     from memops.operators.registry import COMPARE
 
@@ -300,7 +301,10 @@ def test_a_contract_read_is_the_likeliest_answer_the_rules_leave_open(bare: HFBa
     free = 0
     for case, outcome, o in zip(cases, ops.decide(COMPARE, arguments), odds, strict=True):
         left = [i for i, a in enumerate(COMPARE.answers) if a in COMPARE.open(*case["arguments"])]
-        assert outcome.raw == options[max(left, key=o.probs.__getitem__)]
+        relation = {a.relation: 0.0 for a in COMPARE.answers}
+        for a, p in zip(COMPARE.answers, o.probs, strict=True):
+            relation[a.relation] += p
+        assert outcome.raw == options[max(left, key=lambda i: relation[COMPARE.answers[i].relation])]
         free += max(range(len(options)), key=o.probs.__getitem__) not in left
         if case["region"] in ("unrelated", "other scope"):
             assert outcome.output.label == case["label"]

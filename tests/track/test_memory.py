@@ -11,8 +11,10 @@ import pytest
 from memops import open_memory
 from memops.data.problems import DataError
 from memops.operators.backends import BackendError
+from memops.operators.contract import suite
 from memops.operators.engine import LearnedDecide
 from memops.operators.learned import LearnedOperators
+from memops.operators.registry import DECISIONS, OPERATORS
 from memops.track import InputError, ProjectMemory, load_catalog
 
 DB = {"entity": "database", "slot": "engine"}
@@ -133,12 +135,13 @@ def test_the_learned_memory_on_the_tiny_model(
         "learned",
         adapters=trained_adapters,
         model="tiny",
+        decisions="contract",
         catalog=catalog,
         overrides=[f"model.path={tiny_model}"],
     ) as mem:
-        assert isinstance(mem.state.decide, LearnedDecide)
+        assert isinstance(mem.state.decide, LearnedDecide) and mem.ops.decisions == "contract"
         real = mem.ops.backend
-        mem.ops = LearnedOperators(FailsOnce(real))  # type: ignore[arg-type]
+        mem.ops = LearnedOperators(FailsOnce(real), decisions="contract")  # type: ignore[arg-type]
         mem.decide = LearnedDecide(mem.ops, mem.failures)
         failed = mem.add_note(
             "Switch the build backend to hatchling", "2026-03-08T17:38:00-07:00", commit="a684a36"
@@ -155,6 +158,11 @@ def test_the_learned_memory_on_the_tiny_model(
                 "supersede",
                 "contested",
             )
+        # Read within the contract, a decision is one the rules leave open, whatever the model.
+        for op in DECISIONS:
+            cases = [c["arguments"] for c in suite(op, "test")[::40]]
+            for args, outcome in zip(cases, mem.ops.decide(OPERATORS[op], cases), strict=True):
+                assert outcome.output in OPERATORS[op].open(*args)
         path = mem.save(tmp_path / "memory.json")
         loaded = ProjectMemory.load(path, mem.ops)
     assert isinstance(loaded.state.decide, LearnedDecide) and loaded.state == mem.state
@@ -164,6 +172,19 @@ def test_the_learned_memory_on_the_tiny_model(
     with pytest.raises(InputError, match="engine=learned reads notes with learned operators"):
         looked.add_note("Relicense under MIT", "2026-03-10T10:00:00Z", commit="c684a36")
     assert looked.seen == ["a684a36", "b684a36"]
+
+
+@pytest.mark.slow
+def test_calibrated_decisions_take_the_offsets_their_adapters_fitted(
+    trained_adapters: Path, tiny_model: Path
+) -> None:
+    """``decisions=calibrated`` applies the offsets each decision adapter's manifest holds."""
+    from memops.operators.adapters import calibration
+
+    with open_memory(
+        "learned", adapters=trained_adapters, decisions="calibrated", overrides=[f"model.path={tiny_model}"]
+    ) as mem:
+        assert mem.ops.calibrations == {op: calibration(op, trained_adapters / op) for op in DECISIONS}
 
 
 def saved_with_history(tmp_path: Path) -> tuple[Path, dict]:
@@ -283,6 +304,8 @@ def test_value_at_a_time_without_its_offset_is_an_input_error() -> None:
         ({"endpoint": None}, "an endpoint and its models are given together"),
         ({"endpoint": "127.0.0.1:8000/v1"}, "not an http"),
         ({"engine": "symbolic"}, "engine=symbolic runs no model"),
+        ({"decisions": "contract"}, "decisions=contract reads how likely each answer is"),
+        ({"decisions": "vote"}, "decisions='vote': one of decode, read"),
     ],
 )
 def test_an_endpoint_the_memory_cannot_run_is_refused_in_one_line_before_any_call(

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from memops.operators.backends import BackendError
 from memops.operators.backends.endpoint import add_endpoint_arguments
-from memops.operators.learned import EXTRACT_MODES
+from memops.operators.learned import DECODING_HELP, DECODINGS, EXTRACT_MODES
 from memops.track.database import is_server, store_path
 from memops.track.memory import InputError
 from memops.track.opening import open_memory
@@ -64,6 +64,12 @@ def main() -> None:
     parser.add_argument("--backend", default="hf", choices=("hf", "vllm"))
     parser.add_argument("--extract", default="two-stage-overlap", choices=EXTRACT_MODES)
     parser.add_argument(
+        "--decisions",
+        default="decode",
+        choices=DECODINGS,
+        help=DECODING_HELP,
+    )
+    parser.add_argument(
         "--host", default="127.0.0.1", help="the address to listen on (default: this machine only)"
     )
     parser.add_argument("--port", type=int, default=8765)
@@ -87,6 +93,7 @@ def main() -> None:
             backend=args.backend,
             model=args.model,
             extract=args.extract,
+            decisions=args.decisions,
             catalog=args.catalog,
             store=args.store,
             namespace=args.namespace,

@@ -38,6 +38,7 @@ from memops.operators.schemas import (
 
 Decoding = Literal["decode", "read", "calibrated", "contract"]
 DECODINGS: tuple[Decoding, ...] = get_args(Decoding)
+DECODING_HELP = "how compare and update answer: decode, or read (contract: among what the rules leave open)"
 ExtractMode = Literal[
     "direct",
     "two-stage",
@@ -272,6 +273,20 @@ def parse_selection(model: type[BaseModel], text: str) -> tuple[BaseModel | None
     return parse(model, json.dumps(data))
 
 
+def within_contract(op: Operator, arguments: tuple[Any, ...], probs: Sequence[float]) -> int:
+    """The index of the open answer (``Operator.open``) whose judgment of the values the adapter
+    weighs most, each judgment weighed by all the answers that make it (``Operator.judgment``):
+    ``conflicting/first`` counts toward two values where the order makes the second the winner,
+    so an adapter that learned another order still says whether the values are one."""
+    assert op.open is not None and op.judgment is not None, f"{op.name} is not a decision"
+    said = [op.judgment(a) for a in op.answers]
+    weight: dict[str, float] = {}
+    for judged, p in zip(said, probs, strict=True):
+        weight[judged] = weight.get(judged, 0.0) + p
+    left = op.open(*arguments)
+    return max((i for i, a in enumerate(op.answers) if a in left), key=lambda i: weight[said[i]])
+
+
 @dataclass
 class LearnedOperators:
     """The operators on a backend. ``calls`` counts model calls per step.
@@ -298,7 +313,8 @@ class LearnedOperators:
     validation answers fitted (``calibrations``; ``operators.offsets``) before the argmax;
     ``contract``, read among the answers the rules leave open for the call (``Operator.open``):
     the claims' keys, evidence and times decide what they decide, and the adapter judges only
-    whether the two values are one value, so no answer breaks the engine's order."""
+    whether the two values are one value, so no answer breaks the engine's order
+    (``within_contract``)."""
     calibrations: dict[str, Offsets] = field(default_factory=dict)
     """Per decision operator, the offsets ``decisions=calibrated`` applies to its adapter's
     reads; the bare base (``adapters=False``) reads without any."""
@@ -396,12 +412,10 @@ class LearnedOperators:
                 continue
             if offsets is not None:
                 best = offsets.choose(labels, odds.probs)
+            elif self.decisions == "contract" and op.open is not None:
+                best = within_contract(op, args, odds.probs)
             else:
-                allowed = range(len(options))
-                if self.decisions == "contract" and op.open is not None:
-                    left = op.open(*args)
-                    allowed = [i for i, a in enumerate(op.answers) if a in left]
-                best = max(allowed, key=odds.probs.__getitem__)
+                best = max(range(len(options)), key=odds.probs.__getitem__)
             out.append(Outcome(op.name, messages, options[best], op.answers[best], None, odds.latency_s, 0))
         return out
 

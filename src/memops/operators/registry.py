@@ -39,7 +39,14 @@ from memops.operators.examples import (
 )
 from memops.operators.prompts import compare_messages, extract_messages, update_messages
 from memops.operators.schemas import CompareOutput, ExtractOutput, UpdateOutput
-from memops.operators.symbolic import open_compare, open_update, symbolic_compare, symbolic_update
+from memops.operators.symbolic import (
+    compare_judgment,
+    open_compare,
+    open_update,
+    symbolic_compare,
+    symbolic_update,
+    update_judgment,
+)
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,11 @@ class Operator:
     """A decision's answers the rules leave open for one call's arguments, once the claims'
     fields (keys, evidence, times) have said all they can: what ``decisions=contract`` reads
     among."""
+    judgment: Callable[[Any], str] | None = None
+    """What a decision's answer says of the values alone (one value, two, or what the keys
+    decide): a contract read weighs each open answer by every answer that says the same, so
+    an adapter's view of the order, which the rules decide, does not sway its view of the
+    values."""
 
 
 def decision(
@@ -77,6 +89,7 @@ def decision(
     rule: Callable[..., BaseModel],
     answers: tuple[BaseModel, ...],
     open: Callable[..., tuple[BaseModel, ...]],
+    judgment: Callable[[Any], str],
 ) -> Operator:
     """A decision operator: its examples are its ``cases`` and, in a synthetic episode,
     ``contract`` cells of the decision space written in the episode's names and values, all
@@ -90,7 +103,7 @@ def decision(
             drawn += contract_cases(name, episode, rng, contract)
         return decision_examples(name, episode, drawn, messages, rule)
 
-    return Operator(name, output, messages, budget, examples, arguments, rule, answers, open)
+    return Operator(name, output, messages, budget, examples, arguments, rule, answers, open, judgment)
 
 
 def _update_arguments(inputs: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -117,6 +130,7 @@ COMPARE = decision(
     rule=symbolic_compare,
     answers=tuple(CompareOutput(relation=r, winner=w) for r, w in (a.split("/") for a in COMPARE_LABELS)),
     open=open_compare,
+    judgment=compare_judgment,
 )
 UPDATE = decision(
     name="update",
@@ -128,6 +142,7 @@ UPDATE = decision(
     rule=symbolic_update,
     answers=tuple(UpdateOutput(action=a) for a in ACTIONS),
     open=open_update,
+    judgment=update_judgment,
 )
 
 OPERATORS: dict[str, Operator] = {op.name: op for op in (EXTRACT, COMPARE, UPDATE)}

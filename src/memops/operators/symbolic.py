@@ -37,6 +37,23 @@ def open_update(entry: Entry | None, claim: Claim) -> tuple[UpdateOutput, ...]:
     return tuple(UpdateOutput(action=a) for a in open_actions(entry, claim))
 
 
+def compare_judgment(answer: CompareOutput) -> str:
+    """What a compare answer says of the two values once the keys match: its relation
+    (``equivalent``, one value; ``conflicting``, two), whichever winner it names."""
+    return answer.relation
+
+
+DIFFERS = ("supersede", "contested")
+"""The update actions that say the claim's value is not one the entry holds; the rule's order
+chooses between them."""
+
+
+def update_judgment(answer: UpdateOutput) -> str:
+    """What an update answer says of the claim's value: held (``merge``), not held (either of
+    ``DIFFERS``), or at a new key (``add``)."""
+    return "differs" if answer.action in DIFFERS else answer.action
+
+
 def prompt_key(messages: Messages) -> str:
     """A stable hash of a chat, used to key records and oracle answers."""
     return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:16]

@@ -12,7 +12,7 @@ from memops.core.records import Catalog
 from memops.data.catalog import load_catalog
 from memops.operators.backends import BackendError
 from memops.operators.backends.endpoint import EndpointBackend
-from memops.operators.learned import READ_MODES, ExtractMode, LearnedOperators
+from memops.operators.learned import DECODINGS, READ_MODES, Decoding, ExtractMode, LearnedOperators
 from memops.track.memory import InputError, ProjectMemory, store_refusals
 from memops.track.store import DEFAULT_NAMESPACE, Store
 
@@ -25,6 +25,7 @@ def open_memory(
     backend: str = "hf",
     model: str = "tiny",
     extract: ExtractMode = "two-stage-overlap",
+    decisions: Decoding = "decode",
     catalog: Catalog | str | Path | None = None,
     store: str | Path | Store | None = None,
     namespace: str = DEFAULT_NAMESPACE,
@@ -38,10 +39,13 @@ def open_memory(
     ``learned`` and ``hybrid`` start ``backend`` (``hf`` in this process, ``vllm`` as a server
     from ``.venv-serve``) on ``model`` with the adapters in ``adapters`` (a folder holding
     ``extract/``, ``compare/``, ``update/`` and, for the two-stage modes, ``extract-stages/``),
-    and stop it on exit. Or, with ``endpoint`` (an OpenAI-compatible ``…/v1``, its key from
-    ``OPENAI_API_KEY``), they ask that endpoint for ``models`` (one name for every operator, or
-    one per operator: ``{"extract": ..., "compare": ..., "update": ...}``), under the same
-    prompts and schemas, and no adapter or model loads here. ``store`` is where the state lives:
+    and stop it on exit; ``decisions`` is how compare and update are answered
+    (``LearnedOperators.decisions``: ``contract`` reads each among the answers the rules leave
+    open, ``calibrated`` applies the offsets in the adapters' manifests). Or, with
+    ``endpoint`` (an OpenAI-compatible ``…/v1``, its key from ``OPENAI_API_KEY``), they ask
+    that endpoint for ``models`` (one name for every operator, or one per operator:
+    ``{"extract": ..., "compare": ..., "update": ...}``), under the same prompts and schemas,
+    and no adapter or model loads here. ``store`` is where the state lives:
     ``sqlite:///memory.db`` (or a path) for a file that survives the process and that several
     processes share, in ``namespace``; in this process by default. ``load`` imports a memory
     ``save`` exported; ``overrides`` are Hydra overrides of the model and backend
@@ -52,6 +56,13 @@ def open_memory(
         raise InputError("an endpoint and its models are given together (--endpoint with --endpoint-model)")
     if engine == "symbolic" and endpoint is not None:
         raise InputError("engine=symbolic runs no model: an endpoint needs engine learned or hybrid")
+    if decisions not in DECODINGS:
+        raise InputError(f"decisions={decisions!r}: one of {', '.join(DECODINGS)}")
+    if endpoint is not None and decisions != "decode":
+        raise InputError(
+            f"decisions={decisions} reads how likely each answer is, which an endpoint does not tell: "
+            "decode instead"
+        )
     held = open_store(store, namespace)
     if engine == "symbolic":
         yield ProjectMemory.load(load, store=held) if load else ProjectMemory(catalog=catalog, store=held)
@@ -61,6 +72,7 @@ def open_memory(
         return
     from memops import schemas
     from memops.core.config import compose_config
+    from memops.operators.adapters import calibration
     from memops.operators.backends.factory import open_backend
     from memops.operators.learned import mode_adapter
     from memops.operators.registry import DECISIONS
@@ -71,7 +83,13 @@ def open_memory(
     cfg = compose_config("replay", [f"model={model}", f"backend={backend}", *overrides])
     needs = list(dict.fromkeys([*DECISIONS, mode_adapter(extract)]))
     with open_backend(cfg.backend, cfg.model, adapters, [], Path(log), needs) as served:
-        yield remembering(engine, LearnedOperators(served), extract, catalog, held, load)
+        ops = LearnedOperators(served, decisions=decisions)
+        if decisions == "calibrated":
+            try:
+                ops.calibrations = {op: calibration(op, Path(adapters) / op) for op in DECISIONS}
+            except BackendError as exc:
+                raise InputError(str(exc)) from exc
+        yield remembering(engine, ops, extract, catalog, held, load)
 
 
 def endpoint_operators(
