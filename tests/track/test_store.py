@@ -5,9 +5,11 @@ one store lose no update and decide no note twice."""
 from __future__ import annotations
 
 import itertools
+import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 
 from memops import open_memory
 from memops.track import InputError, ProjectMemory
+from memops.track.database import write_ahead
 from memops.track.store import Store
 
 NewStore = Callable[[], str]
@@ -297,3 +300,18 @@ def test_an_environment_is_any_name_and_a_bad_one_is_refused_naming_it() -> None
     with pytest.raises(InputError, match="env"):
         mem.add_note("y", "2026-03-08T10:00:00Z", env="no spaces", claims=[claim("engine", "MySQL")])
     assert len(mem.keys()) == 1
+
+
+def test_a_file_switched_to_wal_while_another_process_holds_it_waits_for_the_lock(tmp_path: Path) -> None:
+    # SQLite refuses the switch at once, whatever its busy timeout, when another connection
+    # holds the file; two trackers opening one new store at once met this.
+    path = tmp_path / "memory.db"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN EXCLUSIVE")
+    waiting = sqlite3.connect(path, timeout=0, isolation_level=None)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        waiting.execute("PRAGMA journal_mode=WAL")
+    threading.Timer(0.3, holder.execute, ("COMMIT",)).start()
+    write_ahead(waiting)
+    assert waiting.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

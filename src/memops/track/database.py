@@ -4,12 +4,16 @@ PostgreSQL server."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from memops.track.postgres import SCHEMES, shown
 from memops.track.tables import POSTGRES, SQLITE, Dialect
+
+SQLITE_WAIT_S = 60.0
+"""How long an SQLite store waits for another process's lock before it gives up."""
 
 
 class StoreError(ValueError):
@@ -66,11 +70,27 @@ def connect(url: str | Path) -> tuple[Dialect, Connection, tuple[type[Exception]
         if Path(path).is_dir():
             raise StoreError(f"store {path}: a folder, not a database file")
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
+    db = sqlite3.connect(path, timeout=SQLITE_WAIT_S, isolation_level=None, check_same_thread=False)
     if path != ":memory:":
         try:
-            db.execute("PRAGMA journal_mode=WAL")
+            write_ahead(db)
         except sqlite3.DatabaseError as exc:
             db.close()
             raise StoreError(f"store {path}: not a memops store ({exc})") from exc
     return SQLITE, db, (sqlite3.DatabaseError,)
+
+
+def write_ahead(db: sqlite3.Connection) -> None:
+    """Put the file in WAL mode, so readers never wait on the writer. Two processes opening one
+    new file at once can each hold the lock the other's switch needs, and SQLite then answers
+    "database is locked" at once instead of waiting its busy timeout: the switch is tried again
+    until ``SQLITE_WAIT_S`` has passed."""
+    deadline = time.monotonic() + SQLITE_WAIT_S
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
