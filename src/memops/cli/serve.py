@@ -24,7 +24,7 @@ from pathlib import Path
 
 from memops.operators.backends import BackendError
 from memops.operators.backends.endpoint import add_endpoint_arguments
-from memops.operators.learned import DECODING_HELP, DECODINGS, EXTRACT_MODES
+from memops.operators.learned import EXTRACT_MODES, add_decisions_argument
 from memops.track.database import is_server, store_path
 from memops.track.memory import InputError
 from memops.track.opening import open_memory
@@ -63,12 +63,7 @@ def main() -> None:
     parser.add_argument("--model", default="tiny", help="the base the adapters were trained on")
     parser.add_argument("--backend", default="hf", choices=("hf", "vllm"))
     parser.add_argument("--extract", default="two-stage-overlap", choices=EXTRACT_MODES)
-    parser.add_argument(
-        "--decisions",
-        default="decode",
-        choices=DECODINGS,
-        help=DECODING_HELP,
-    )
+    add_decisions_argument(parser)
     parser.add_argument(
         "--host", default="127.0.0.1", help="the address to listen on (default: this machine only)"
     )

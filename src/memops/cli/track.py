@@ -40,7 +40,7 @@ from memops.data.problems import DataError
 from memops.memory import StateMemory
 from memops.operators.backends import BackendError
 from memops.operators.backends.endpoint import add_endpoint_arguments
-from memops.operators.learned import DECODING_HELP, DECODINGS, EXTRACT_MODES
+from memops.operators.learned import EXTRACT_MODES, add_decisions_argument
 from memops.track.git import SINCE_HELP, check_revision, commits, identity, moment, note, on_branch, start
 from memops.track.memory import InputError, ProjectMemory
 from memops.track.opening import open_memory, open_store
@@ -115,12 +115,7 @@ def main() -> None:
     parser.add_argument("--backend", default="hf", choices=("hf", "vllm"))
     parser.add_argument("--engine", default="learned", choices=("learned", "hybrid"))
     parser.add_argument("--extract", default="two-stage-overlap", choices=EXTRACT_MODES)
-    parser.add_argument(
-        "--decisions",
-        default="decode",
-        choices=DECODINGS,
-        help=DECODING_HELP,
-    )
+    add_decisions_argument(parser)
     parser.add_argument("--out", type=Path, help="default: outputs/track/<repository name>-<its root commit>")
     parser.add_argument("--budget", type=positive, default=1700, help="characters of the printed state")
     parser.add_argument("--reset", action="store_true", help="forget the saved memory and start over")

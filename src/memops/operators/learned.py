@@ -8,6 +8,7 @@ answer at all.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from collections import Counter
@@ -38,7 +39,7 @@ from memops.operators.schemas import (
 
 Decoding = Literal["decode", "read", "calibrated", "contract"]
 DECODINGS: tuple[Decoding, ...] = get_args(Decoding)
-DECODING_HELP = "how compare and update answer: decode, or read (contract: among what the rules leave open)"
+
 ExtractMode = Literal[
     "direct",
     "two-stage",
@@ -101,6 +102,17 @@ OPT_IN_MODES: tuple[ExtractMode, ...] = (
 with no model, and the symbolic oracle has no fill to give for a pair its note does not state;
 ``direct-trained`` is a study of the adapters a run needs; ``two-stage-read`` and
 ``two-stage-proposed`` studies of values read from the note."""
+
+
+def add_decisions_argument(parser: argparse.ArgumentParser) -> None:
+    """``--decisions``, for the commands that open a learned memory (``LearnedOperators.decisions``)."""
+    parser.add_argument(
+        "--decisions",
+        default="decode",
+        choices=DECODINGS,
+        help="how compare and update answer: decode, or read the likeliest answer (calibrated: after "
+        "the offsets the adapters fitted; contract: among the answers the rules leave open)",
+    )
 
 
 def mode_adapter(mode: ExtractMode) -> str:
