@@ -266,3 +266,23 @@ def test_decision_reports_previous_current() -> None:
 )
 def test_compare_rule(first: Claim, second: Claim, expected: tuple[str, str]) -> None:
     assert compare(first, second) == expected
+
+
+def test_the_update_rule_judges_values_by_the_judgment_it_is_given() -> None:
+    """The rule's one judgment of values (``same``) decides between merge and the order's answer:
+    a value judged the current one merges whatever its standing; one judged another supersedes
+    when it wins, is contested when it loses, and merges into a contested value judged its own."""
+    from memops.memory.state import rule
+
+    memory = StateMemory()
+    memory.apply(claim("a", "code-change"))
+    memory.apply(claim("b", "human-note", day=1))  # weaker: contested
+    entry = memory.entry(claim("a").key)
+    assert entry is not None and [i.value for i in entry.contested()] == ["b"]
+    weaker = claim("B.", "human-note", day=2)
+    stronger = claim("c", "incident-hotfix", day=2)  # the current one's score, and newer
+    assert rule(entry, weaker, same=lambda item, _: True)[0] == "merge"
+    assert rule(entry, weaker, same=lambda item, _: False)[0] == "contested"
+    assert rule(entry, weaker, same=lambda item, _: item.value == "b")[0] == "merge"
+    assert rule(entry, stronger, same=lambda item, _: item.value == "b")[0] == "supersede"
+    assert rule(entry, stronger, same=lambda item, _: item is entry.current)[0] == "merge"

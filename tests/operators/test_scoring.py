@@ -333,3 +333,35 @@ def test_calibrated_decisions_apply_the_adapters_offsets_and_the_bare_base_reads
     assert [o.output.action for o in kept.decide(UPDATE, arguments)] == gold  # certainty outweighs 1 nat
     bare = replace(ops, adapters=False, calls=Counter())
     assert [o.output.action for o in bare.decide(UPDATE, arguments)] == gold
+
+
+def test_a_judged_update_is_the_rule_with_compares_reading_of_each_live_value(bare: HFBackend) -> None:
+    """``decisions=judged``: update asks the compare adapter whether the claim's value is each
+    live item's (the item as one claim, read within compare's contract) and the update rule does
+    the rest, so every answer is one the rules leave open and a value the model reads as another
+    changes the action the rule gives."""
+    from memops.memory.state import rule
+    from memops.operators.contract import suite
+    from memops.operators.registry import COMPARE, UPDATE
+
+    cases = [c for c in suite("update", "test") if c["region"] != "new key"][::6]
+    arguments = [c["arguments"] for c in cases]
+    ops = LearnedOperators(bare, adapters=False, decisions="judged")
+    asked = [(item, (item.as_claim(), claim)) for entry, claim in arguments for item in entry.live.values()]
+    assert ops.unanswered(UPDATE, arguments) == len(asked)
+    options = tuple(a.model_dump_json() for a in COMPARE.answers)
+    odds = bare.probe([Probe("base", COMPARE.messages(*pair), options) for _, pair in asked])
+    one: dict[int, bool] = {}
+    for (item, _), o in zip(asked, odds, strict=True):
+        relation = {a.relation: 0.0 for a in COMPARE.answers}
+        for a, p in zip(COMPARE.answers, o.probs, strict=True):
+            relation[a.relation] += p
+        one[id(item)] = relation["equivalent"] > relation["conflicting"]
+    outcomes = ops.decide(UPDATE, arguments)
+    moved = 0
+    for (entry, claim), outcome in zip(arguments, outcomes, strict=True):
+        assert outcome.output.action == rule(entry, claim, same=lambda item, _: one[id(item)])[0]
+        assert outcome.output in UPDATE.open(entry, claim)
+        moved += outcome.output != UPDATE.rule(entry, claim)
+    assert moved > 0  # the bare base misreads some values, and the action follows its reading
+    assert ops.unanswered(UPDATE, arguments) == 0

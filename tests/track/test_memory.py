@@ -4,6 +4,8 @@ input named by its field; a backend that fails one note fails that note only."""
 from __future__ import annotations
 
 import json
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -163,6 +165,12 @@ def test_the_learned_memory_on_the_tiny_model(
             cases = [c["arguments"] for c in suite(op, "test")[::40]]
             for args, outcome in zip(cases, mem.ops.decide(OPERATORS[op], cases), strict=True):
                 assert outcome.output in OPERATORS[op].open(*args)
+        # Judged, update is the rule with each value judged by the compare adapter: open too.
+        cases = [c["arguments"] for c in suite("update", "test")[::40]]
+        judged = replace(mem.ops, decisions="judged", readings={}, calls=Counter())
+        for args, outcome in zip(cases, judged.decide(OPERATORS["update"], cases), strict=True):
+            assert outcome.output in OPERATORS["update"].open(*args)
+        assert judged.calls["update"] == sum(len(e.live) for e, _ in cases if e is not None)  # one per value
         path = mem.save(tmp_path / "memory.json")
         loaded = ProjectMemory.load(path, mem.ops)
     assert isinstance(loaded.state.decide, LearnedDecide) and loaded.state == mem.state

@@ -114,7 +114,8 @@ class LooConfig(TrainingRun):
     , ``read`` (the allowed answer the adapter finds most likely), ``calibrated`` (read, after
     the per-answer offsets the adapter's validation answers fitted) or ``contract`` (read among
     the answers the rules leave open once the claims' keys, evidence and times have spoken: the
-    adapter judges whether two values are one value; ``LearnedOperators.decisions``)."""
+    adapter judges whether two values are one value) or ``judged`` (contract, with update's judgment
+    of values asked of the compare adapter; ``LearnedOperators.decisions``)."""
     replay: bool = True
     """Replay every held-out trajectory through the engine after scoring (the report's engine
     rows); a parity pass compares operator outputs and can leave it out."""

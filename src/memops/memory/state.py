@@ -299,16 +299,28 @@ of a value nobody holds, ``add`` at an existing key) keeps the claim as conteste
 """
 
 
-def rule(entry: Entry, claim: Claim, judge: Judge = keep_current) -> tuple[Action, str]:
+Same = Callable[[Item, Claim], bool]
+"""Whether a claim's value is the value an item holds: the one judgment the update rule makes of
+values. The rule makes it by normaliser (``same_value``); ``decisions="judged"`` asks it of the
+compare adapter (``operators.learned``)."""
+
+
+def same_value(item: Item, claim: Claim) -> bool:
+    return item.norm_value == claim.norm_value
+
+
+def rule(
+    entry: Entry, claim: Claim, judge: Judge = keep_current, same: Same = same_value
+) -> tuple[Action, str]:
     """Rules 2-5 of the update rule for a claim at an existing entry."""
     current = entry.current
     assert current is not None
-    if claim.norm_value == current.norm_value:
+    if same(current, claim):
         return "merge", "same value as current"
     winner, why = resolve(current, claim, judge)
     if winner == "second":
         return "supersede", why
-    if claim.norm_value in entry.live:
+    if any(same(item, claim) for item in entry.live.values() if item is not current):
         return "merge", f"same value as contested; {why}"
     return "contested", why
 

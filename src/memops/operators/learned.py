@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 from memops.core.records import Catalog, ExtractedClaim, Note, added_lines
 from memops.core.values import MAX_VALUE_CHARS, candidates, change_says, one_of, run_grammar, states
 from memops.memory.claims import Claim
-from memops.memory.state import Entry
+from memops.memory.state import Entry, Item, Same, rule
 from memops.operators.backends import BASE, Backend, Completion, Messages, Odds, Probe, Request
 from memops.operators.offsets import Offsets
 from memops.operators.prompts import fill_messages, note_block, select_messages, selection_answers
@@ -29,6 +29,7 @@ from memops.operators.registry import COMPARE, EXTRACT, STAGES_ADAPTER, UPDATE, 
 from memops.operators.schemas import (
     MAX_PAIRS,
     Selection,
+    UpdateOutput,
     fill_model,
     held_to,
     json_schema,
@@ -37,7 +38,7 @@ from memops.operators.schemas import (
     select_model,
 )
 
-Decoding = Literal["decode", "read", "calibrated", "contract"]
+Decoding = Literal["decode", "read", "calibrated", "contract", "judged"]
 DECODINGS: tuple[Decoding, ...] = get_args(Decoding)
 
 ExtractMode = Literal[
@@ -111,7 +112,8 @@ def add_decisions_argument(parser: argparse.ArgumentParser) -> None:
         default="decode",
         choices=DECODINGS,
         help="how compare and update answer: decode, or read the likeliest answer (calibrated: after "
-        "the offsets the adapters fitted; contract: among the answers the rules leave open)",
+        "the offsets the adapters fitted; contract: among the answers the rules leave open; judged: "
+        "contract, update's judgment of values asked of the compare adapter)",
     )
 
 
@@ -299,6 +301,22 @@ def within_contract(op: Operator, arguments: tuple[Any, ...], probs: Sequence[fl
     return max((i for i, a in enumerate(op.answers) if a in left), key=lambda i: weight[said[i]])
 
 
+def _judged_pairs(
+    items: Sequence[tuple[Entry | None, Claim]],
+) -> list[list[tuple[Item, tuple[Claim, Claim]]]]:
+    """Per update call, each live item of its entry and the compare arguments that judge it
+    against the claim (``LearnedOperators.judged_updates``); none at a new key."""
+    return [
+        [(item, (item.as_claim(), claim)) for item in entry.live.values()] if entry is not None else []
+        for entry, claim in items
+    ]
+
+
+def _held(verdicts: dict[int, bool]) -> Same:
+    """The update rule's judgment of values as read: per live item (by identity), one value or not."""
+    return lambda item, _claim: verdicts[id(item)]
+
+
 @dataclass
 class LearnedOperators:
     """The operators on a backend. ``calls`` counts model calls per step.
@@ -326,7 +344,10 @@ class LearnedOperators:
     ``contract``, read among the answers the rules leave open for the call (``Operator.open``):
     the claims' keys, evidence and times decide what they decide, and the adapter judges only
     whether the two values are one value, so no answer breaks the engine's order
-    (``within_contract``)."""
+    (``within_contract``); ``judged``, contract, and update's judgment asked of the compare
+    adapter: the update rule (``memory.state.rule``) with each "is the claim's value the value
+    this item holds" read as compare's contract answer for the item and the claim, so one adapter
+    holds the engine's one judgment of values (``judged_updates``)."""
     calibrations: dict[str, Offsets] = field(default_factory=dict)
     """Per decision operator, the offsets ``decisions=calibrated`` applies to its adapter's
     reads; the bare base (``adapters=False``) reads without any."""
@@ -378,6 +399,11 @@ class LearnedOperators:
     def unanswered(self, op: Operator, arguments: Sequence[tuple[Any, ...]]) -> int:
         """How many of these calls of a decision operator ``answers`` (``readings``) does not
         hold yet."""
+        if self.decisions == "judged" and op is UPDATE:
+            asks = self._reading_asks(
+                COMPARE, [pair for pairs in _judged_pairs(arguments) for _, pair in pairs]
+            )
+            return sum(self._probe_key(self._probe(*ask)) not in self.readings for ask in asks)
         if self.decisions != "decode":
             asks = self._reading_asks(op, arguments)
             return sum(self._probe_key(self._probe(*ask)) not in self.readings for ask in asks)
@@ -404,6 +430,8 @@ class LearnedOperators:
         return out
 
     def decide(self, op: Operator, arguments: Sequence[tuple[Any, ...]]) -> list[Outcome]:
+        if self.decisions == "judged" and op is UPDATE:
+            return self.judged_updates(arguments)
         if self.decisions != "decode":
             return self._read(op, arguments)
         return self._ask(op.name, self._decision_asks(op, arguments))
@@ -424,11 +452,41 @@ class LearnedOperators:
                 continue
             if offsets is not None:
                 best = offsets.choose(labels, odds.probs)
-            elif self.decisions == "contract" and op.open is not None:
+            elif self.decisions in ("contract", "judged") and op.open is not None:
                 best = within_contract(op, args, odds.probs)
             else:
                 best = max(range(len(options)), key=odds.probs.__getitem__)
             out.append(Outcome(op.name, messages, options[best], op.answers[best], None, odds.latency_s, 0))
+        return out
+
+    def judged_updates(self, items: Sequence[tuple[Entry | None, Claim]]) -> list[Outcome]:
+        """Update under ``decisions="judged"``: the update rule, its judgment of each live item's
+        value against the claim's read from the compare adapter (the item as one claim, so the
+        open compare answers order the two as the rule does), and the rest the rule's own. The
+        prompt recorded is the update prompt the answer stands for."""
+        asked = _judged_pairs(items)
+        pairs = [pair for judged in asked for _, pair in judged]
+        odds = iter(self.probe(UPDATE.name, self._reading_asks(COMPARE, pairs)))
+        out = []
+        for (entry, claim), judged in zip(items, asked, strict=True):
+            read = [(item, pair, next(odds)) for item, pair in judged]
+            messages = UPDATE.messages(entry, claim)
+            latency = sum(o.latency_s for _, _, o in read)
+            refused = next((o.refused for _, _, o in read if o.refused), None)
+            if refused:
+                out.append(
+                    Outcome(UPDATE.name, messages, "", None, f"refused by the backend: {refused}", latency, 0)
+                )
+                continue
+            one = {
+                id(item): COMPARE.answers[within_contract(COMPARE, pair, o.probs)].relation == "equivalent"
+                for item, pair, o in read
+            }
+            action = (
+                "add" if entry is None or entry.current is None else rule(entry, claim, same=_held(one))[0]
+            )
+            answer = UpdateOutput(action=action)
+            out.append(Outcome(UPDATE.name, messages, answer.model_dump_json(), answer, None, latency, 0))
         return out
 
     @staticmethod

@@ -41,7 +41,8 @@ def open_memory(
     ``extract/``, ``compare/``, ``update/`` and, for the two-stage modes, ``extract-stages/``),
     and stop it on exit; ``decisions`` is how compare and update are answered
     (``LearnedOperators.decisions``: ``contract`` reads each among the answers the rules leave
-    open, ``calibrated`` applies the offsets in the adapters' manifests). Or, with
+    open, ``judged`` also asks update's judgment of values of the compare adapter, ``calibrated``
+    applies the offsets in the adapters' manifests). Or, with
     ``endpoint`` (an OpenAI-compatible ``…/v1``, its key from ``OPENAI_API_KEY``), they ask
     that endpoint for ``models`` (one name for every operator, or one per operator:
     ``{"extract": ..., "compare": ..., "update": ...}``), under the same prompts and schemas,
