@@ -9,7 +9,7 @@ from pathlib import Path
 from datasets import load_from_disk
 
 from memops.train.config import OpConfig, TrainConfig
-from memops.train.recipe import balanced, load_splits
+from memops.train.recipe import balanced, load_splits, standing
 
 
 def test_balanced_keeps_the_rarest_labels_count_of_every_label(small_datasets: Path) -> None:
@@ -21,6 +21,31 @@ def test_balanced_keeps_the_rarest_labels_count_of_every_label(small_datasets: P
     order = {row_id: n for n, row_id in enumerate(train["id"])}
     assert kept["id"] == sorted(kept["id"], key=order.__getitem__)
     assert balanced(train, seed=0)["id"] == kept["id"] != balanced(train, seed=1)["id"]
+
+
+def test_balanced_by_standing_splits_each_label_evenly_between_one_score_and_two(
+    small_datasets: Path,
+) -> None:
+    """``balance_standing``: equal rows per label, and within a label that has both, as many rows
+    of claims with one evidence score as with two, so the standing cannot tell the label."""
+    from memops.operators.registry import OPERATORS
+
+    for name in ("compare", "update"):
+        op = OPERATORS[name]
+        train = load_from_disk(str(small_datasets / "all" / name))["train"]
+        before = Counter(
+            (label, standing(op, i)) for label, i in zip(train["label"], train["inputs"], strict=True)
+        )
+        kept = balanced(train, seed=0, op=op)
+        cells = Counter(
+            (label, standing(op, i)) for label, i in zip(kept["label"], kept["inputs"], strict=True)
+        )
+        per_label = Counter(kept["label"])
+        assert len(set(per_label.values())) == 1 and set(per_label) == {label for label, _ in before}
+        for (label, _), n in cells.items():
+            assert n * sum(cell[0] == label for cell in before) == per_label[label]
+        assert set(cells) == set(before)  # every cell keeps rows
+        assert any(cell[1] is True for cell in cells) and any(cell[1] is False for cell in cells)
 
 
 def test_load_splits_balances_the_train_split_only(small_datasets: Path) -> None:

@@ -32,8 +32,9 @@ from memops.core.layout import (
 )
 from memops.core.locks import beside, exclusive
 from memops.core.models import LoraSpec, load_model
+from memops.memory.state import Entry
 from memops.operators.adapters import collapse_warning
-from memops.operators.registry import ADAPTERS, DECISIONS
+from memops.operators.registry import ADAPTERS, DECISIONS, OPERATORS, Operator
 from memops.train.attention import SharedPrefix, attend_per_example
 from memops.train.builds import ensure_model
 from memops.train.card import write_card
@@ -84,14 +85,36 @@ def prepare(cfg: TrainConfig) -> None:
     ensure_model(cfg.model)
 
 
-def balanced(dataset, seed: int):  # datasets.Dataset -> datasets.Dataset
-    """The same number of rows of every ``label``, the rarest label's count, in dataset order."""
-    by_label: dict[str, list[int]] = {}
-    for i, label in enumerate(dataset["label"]):
-        by_label.setdefault(label, []).append(i)
-    n = min(map(len, by_label.values()))
+def standing(op: Operator, inputs: str) -> bool | None:
+    """Whether a decision's two claims (compare's pair; update's incoming claim and its entry's
+    current value as one claim) carry one evidence score; None at a new key."""
+    first, second = op.arguments(json.loads(inputs))
+    if isinstance(first, Entry) or first is None:
+        first = first.current.as_claim() if first is not None and first.current is not None else None
+    return None if first is None else first.score == second.score
+
+
+def balanced(dataset, seed: int, op: Operator | None = None):  # datasets.Dataset -> datasets.Dataset
+    """The same number of rows of every ``label``, in dataset order: the rarest label's count, or
+    with ``op`` (``balance_standing``) split evenly between the ``standing`` cells each label
+    has, as many as the rarest cell allows."""
+    cells: dict[str, dict[bool | None, list[int]]] = {}
+    kinds = dataset["inputs"] if op is not None else [None] * len(dataset)
+    for i, (label, inputs) in enumerate(zip(dataset["label"], kinds, strict=True)):
+        cell = standing(op, inputs) if op is not None else None
+        cells.setdefault(label, {}).setdefault(cell, []).append(i)
+    # n per label, n // len(its cells) from each cell: the largest n every cell can give.
+    n = min(len(rows) * len(split) for split in cells.values() for rows in split.values())
+    n -= n % 2 if op is not None else 0
     rng = random.Random(seed)
-    return dataset.select(sorted(i for rows in by_label.values() for i in rng.sample(rows, n)))
+    return dataset.select(
+        sorted(
+            i
+            for split in cells.values()
+            for rows in split.values()
+            for i in rng.sample(rows, n // len(split))
+        )
+    )
 
 
 def load_splits(cfg: TrainConfig):  # -> (train, validation, fingerprint, real validation rows)
@@ -109,7 +132,7 @@ def load_splits(cfg: TrainConfig):  # -> (train, validation, fingerprint, real v
     keep = ["prompt", "completion"]
     train = dd["train"]
     if cfg.balance_labels and cfg.op.name in DECISIONS:
-        train = balanced(train, cfg.seed)
+        train = balanced(train, cfg.seed, OPERATORS[cfg.op.name] if cfg.balance_standing else None)
     validation, real = dd["validation"], []
     sources = validation["source"] if "source" in validation.column_names else []
     if any(source != "synthetic" for source in sources):
