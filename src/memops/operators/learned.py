@@ -399,13 +399,13 @@ class LearnedOperators:
     def unanswered(self, op: Operator, arguments: Sequence[tuple[Any, ...]]) -> int:
         """How many of these calls of a decision operator ``answers`` (``readings``) does not
         hold yet."""
-        if self.decisions == "judged" and op is UPDATE:
-            asks = self._reading_asks(
-                COMPARE, [pair for pairs in _judged_pairs(arguments) for _, pair in pairs]
-            )
-            return sum(self._probe_key(self._probe(*ask)) not in self.readings for ask in asks)
         if self.decisions != "decode":
-            asks = self._reading_asks(op, arguments)
+            if self.decisions == "judged" and op is UPDATE:
+                asks = self._reading_asks(
+                    COMPARE, [p for pairs in _judged_pairs(arguments) for _, p in pairs]
+                )
+            else:
+                asks = self._reading_asks(op, arguments)
             return sum(self._probe_key(self._probe(*ask)) not in self.readings for ask in asks)
         requests = self._requests(op.name, self._decision_asks(op, arguments))
         return sum(_key(r) not in self.answers for r in requests)

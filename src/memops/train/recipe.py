@@ -32,7 +32,7 @@ from memops.core.layout import (
 )
 from memops.core.locks import beside, exclusive
 from memops.core.models import LoraSpec, load_model
-from memops.memory.state import Entry
+from memops.memory.claims import Claim
 from memops.operators.adapters import collapse_warning
 from memops.operators.registry import ADAPTERS, DECISIONS, OPERATORS, Operator
 from memops.train.attention import SharedPrefix, attend_per_example
@@ -89,9 +89,11 @@ def standing(op: Operator, inputs: str) -> bool | None:
     """Whether a decision's two claims (compare's pair; update's incoming claim and its entry's
     current value as one claim) carry one evidence score; None at a new key."""
     first, second = op.arguments(json.loads(inputs))
-    if isinstance(first, Entry) or first is None:
-        first = first.current.as_claim() if first is not None and first.current is not None else None
-    return None if first is None else first.score == second.score
+    if not isinstance(first, Claim):  # update: its entry, None at a new key
+        if first is None or first.current is None:
+            return None
+        first = first.current.as_claim()
+    return first.score == second.score
 
 
 def balanced(dataset, seed: int, op: Operator | None = None):  # datasets.Dataset -> datasets.Dataset
@@ -103,9 +105,10 @@ def balanced(dataset, seed: int, op: Operator | None = None):  # datasets.Datase
     for i, (label, inputs) in enumerate(zip(dataset["label"], kinds, strict=True)):
         cell = standing(op, inputs) if op is not None else None
         cells.setdefault(label, {}).setdefault(cell, []).append(i)
-    # n per label, n // len(its cells) from each cell: the largest n every cell can give.
+    # n per label, n // len(its cells) from each cell: the largest n every cell can give, and
+    # that every label's cells divide.
     n = min(len(rows) * len(split) for split in cells.values() for rows in split.values())
-    n -= n % 2 if op is not None else 0
+    n -= n % max(map(len, cells.values()))
     rng = random.Random(seed)
     return dataset.select(
         sorted(
