@@ -176,6 +176,50 @@ def test_near_misses_set_a_value_against_itself_with_a_number_changed(synthetic:
     assert sum(alike(a, b) for a, b in plain) < len(plain) / 4
 
 
+def test_value_twins_move_the_second_value_alone_across_one_value_or_two(synthetic: list) -> None:
+    """``twins``: each compare pair at one key is followed by its twin, which keeps both claims'
+    keys, standings and times and has the other judgment of the values; so over an episode's
+    pairs, one value and two come with the same standings and times, and the standing no longer
+    tells the judgment. Pairs across keys have none; update's examples are untouched."""
+
+    def judged(label: str) -> str:
+        return "one" if label == "equivalent/none" else "two"
+
+    def facts(inputs: dict) -> tuple[bool, int]:
+        first, second = OPERATORS["compare"].arguments(inputs)
+        return first.score == second.score, (first.at > second.at) - (first.at < second.at)
+
+    how = ContractDraw(12, twins=True)
+    mix: dict[str, Counter] = {"one": Counter(), "two": Counter()}
+    twins = 0
+    for episode in synthetic:
+        rows = OPERATORS["compare"].examples(episode, random.Random(episode.id), 2, contract=how)
+        plain = OPERATORS["compare"].examples(
+            episode, random.Random(episode.id), 2, contract=ContractDraw(12)
+        )
+        assert rows[: len(plain)] == plain  # the twins follow the episode's rows, which do not move
+        by_number = {int(r["id"].rsplit("/", 1)[1]): r for r in rows}
+        for row in rows[len(plain) :]:
+            twin = json.loads(row["inputs"])
+            of = by_number[twin.pop("twin_of")]
+            original = json.loads(of["inputs"])
+            assert twin["first"] == original["first"]
+            moved = {k for k in original["second"] if original["second"][k] != twin["second"][k]}
+            assert moved == {"value"}
+            assert judged(row["label"]) != judged(of["label"]) and "different_scope" not in of["label"]
+            for r, inputs in ((row, twin), (of, original)):
+                mix[judged(r["label"])][facts(inputs)] += 1
+            twins += 1
+        pairs = [OPERATORS["compare"].arguments(json.loads(r["inputs"])) for r in plain]
+        same_key = sum(first.key == second.key for first, second in pairs)
+        assert len(rows) - len(plain) == same_key
+    assert twins > 100 and mix["one"] == mix["two"] and len(mix["one"]) > 3
+    update = OPERATORS["update"].examples(synthetic[0], random.Random(0), 2, contract=how)
+    assert update == OPERATORS["update"].examples(
+        synthetic[0], random.Random(0), 2, contract=ContractDraw(12)
+    )
+
+
 @pytest.fixture(scope="module")
 def synthetic() -> list:
     return scenarios(0, 4, 0, 3)

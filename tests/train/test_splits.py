@@ -3,11 +3,16 @@ draw per label."""
 
 from __future__ import annotations
 
+import json
+import random
 from collections import Counter
 from pathlib import Path
 
-from datasets import load_from_disk
+from datasets import Dataset, load_from_disk
 
+from memops.data.scenarios.generate import scenarios
+from memops.operators.contract import ContractDraw
+from memops.operators.registry import OPERATORS
 from memops.train.config import OpConfig, TrainConfig
 from memops.train.recipe import balanced, load_splits, standing
 
@@ -28,8 +33,6 @@ def test_balanced_by_standing_splits_each_label_evenly_between_one_score_and_two
 ) -> None:
     """``balance_standing``: equal rows per label, and within a label that has both, as many rows
     of claims with one evidence score as with two, so the standing cannot tell the label."""
-    from memops.operators.registry import OPERATORS
-
     for name in ("compare", "update"):
         op = OPERATORS[name]
         train = load_from_disk(str(small_datasets / "all" / name))["train"]
@@ -67,3 +70,36 @@ def test_extraction_trains_on_every_row_whatever_balance_labels_says(small_datas
         op=OpConfig(name="extract"), fold="all", datasets_dir=str(small_datasets), balance_labels=True
     )
     assert len(load_splits(cfg)[0]) == len(load_from_disk(str(small_datasets / "all" / "extract"))["train"])
+
+
+def test_balanced_keeps_each_value_twin_with_its_row() -> None:
+    """A value twin is not drawn with its label but follows the row it is the twin of: the rows
+    drawn are the rarest label's count of every label, each with its twin, so one value and two
+    carry the same standings whatever the draw."""
+    compare = OPERATORS["compare"]
+    rows = [
+        {k: row[k] for k in ("id", "label", "inputs")}
+        for episode in scenarios(0, 3, 0, 3)
+        for row in compare.examples(
+            episode, random.Random(episode.id), 2, contract=ContractDraw(12, twins=True)
+        )
+    ]
+    train = Dataset.from_list(rows)
+    twin_of = {
+        i: f"{row['id'].rsplit('/', 1)[0]}/{of:04d}"
+        for i, row in enumerate(rows)
+        if (of := json.loads(row["inputs"]).get("twin_of")) is not None
+    }
+    originals = Counter(row["label"] for i, row in enumerate(rows) if i not in twin_of)
+    kept = balanced(train, seed=0)
+    ids = set(kept["id"])
+    twins = [rows[i]["id"] for i, of in twin_of.items() if of in ids]
+    assert twins and set(twins) <= ids  # every drawn row's twin is kept
+    assert all(of in ids for i, of in twin_of.items() if rows[i]["id"] in ids)  # and no twin alone
+    drawn = Counter(row["label"] for row in kept if row["id"] not in twins)
+    assert drawn == {label: min(originals.values()) for label in originals}
+    one, two = Counter(), Counter()
+    for label, inputs in zip(kept["label"], kept["inputs"], strict=True):
+        if label == "equivalent/none" or label.startswith("conflicting"):
+            (one if label == "equivalent/none" else two)[standing(compare, inputs)] += 1
+    assert one == two and len(one) == 2

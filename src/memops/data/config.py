@@ -33,6 +33,12 @@ class DataConfig(RunConfig):
     near miss of itself, its first number changed (``14 shards`` against ``28 shards``), rather than
     another of the slot's values: the counterpart of the restated value, so that telling one value
     from another is learned from the values and not from the claims' standing (docs/log/transfer.md)."""
+    value_twins: bool = False
+    """Follow each synthetic compare pair at one key with its twin: the same claims, standings
+    and times, the second value moved to the other side of "one value or two" (restated where
+    the two differ, another of the slot's values where they are one), so that whether two values
+    are one is learned from the values and not from the claims' standing or time
+    (``operators.contract.value_twin``; docs/log/transfer.md)."""
     validation_fraction: float = 0.2
     extract_stages: bool = False
     """Also write ``extract-stages``: the extract examples plus the two-stage extractor's own

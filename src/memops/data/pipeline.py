@@ -97,6 +97,7 @@ BUILD_KEYS = (
     "contract_per_episode",
     "contract_weights",
     "near_misses",
+    "value_twins",
     "validation_fraction",
     "real_trajectories",
     "real_repeat",
@@ -174,7 +175,9 @@ def _build(cfg: DataConfig, out: Path, overrides: list[str] | None) -> dict[str,
         progress=cfg.progress,
         stages=cfg.extract_stages,
         stage_ratio=cfg.extract_stage_ratio,
-        contract=ContractDraw(cfg.contract_per_episode, cfg.contract_weights, cfg.near_misses),
+        contract=ContractDraw(
+            cfg.contract_per_episode, cfg.contract_weights, cfg.near_misses, cfg.value_twins
+        ),
     )
 
     staging = out.parent / f".{out.name}.staging"

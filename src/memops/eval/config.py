@@ -93,6 +93,9 @@ class LooConfig(TrainingRun):
     """The share of contract compare cases whose values differ that set a value against a near
     miss of itself (``DataConfig``'s field, passed to the build). Give the run its own
     ``datasets_dir`` and ``adapters_dir``."""
+    value_twins: bool = False
+    """Follow each synthetic compare pair at one key with its value twin (``DataConfig``'s field,
+    passed to the build). Give the run its own ``datasets_dir`` and ``adapters_dir``."""
     extract_modes: list[str] | None = None
     """The learned extraction variants scored and replayed; unset: every one the adapters allow
     (the ``STAGED_MODES`` with ``extract_stages``) but the ``OPT_IN_MODES``. A parity pass can
@@ -153,6 +156,7 @@ class LooConfig(TrainingRun):
             synthetic_plus=self.synthetic_plus,
             real_validation=self.real_validation,
             near_misses=self.near_misses,
+            value_twins=self.value_twins,
             **settings,
         )
 

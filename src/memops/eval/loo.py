@@ -57,6 +57,7 @@ RUN_DATA_KEYS = (
     "synthetic_plus",
     "real_validation",
     "near_misses",
+    "value_twins",
 )
 """The data settings a LOO run names itself: the datasets it reads must have been built with them."""
 

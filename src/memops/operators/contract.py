@@ -332,6 +332,8 @@ class ContractDraw:
     near_misses: float = 0.0
     """Compare: the share of cases whose values differ that set a value against a near miss of
     itself (``near_miss``)."""
+    twins: bool = False
+    """Compare: each pair at one key is followed by its ``value_twin``."""
 
 
 NO_CONTRACT = ContractDraw()
@@ -351,6 +353,53 @@ def contract_cases(op: str, episode: Episode, rng: random.Random, how: ContractD
         replace(CASES[op](cell, rng.choice(subjects), rng, source, how.near_misses), sessions=sessions)
         for cell in draw(op, rng, how.per_episode, how.weights)
     ]
+
+
+def _standing(claim: Claim) -> Standing:
+    return claim.evidence.type, claim.evidence.commit is not None
+
+
+def value_twin(case: Case, values: Sequence[str], rng: random.Random) -> Case | None:
+    """A compare case's counterfactual: the same two claims, keys, standings and times, with the
+    second's value alone moved to the other side of "one value or two" (the first's value,
+    restated or as written, where the two differ; another of ``values`` where they are one).
+    Paired so, a pair's standing tells nothing of whether its values are one; only the values do.
+    None for a pair across keys or where ``values`` has no other value."""
+    first, second = case.arguments
+    if first.key != second.key:
+        return None
+    if first.norm_value == second.norm_value:
+        others = [v for v in values if norm(v) != first.norm_value]
+        if not others:
+            return None
+        value, relation = rng.choice(others), "different"
+    elif rng.random() < 1 / 3:
+        value, relation = first.value, "identical"
+    else:
+        value, relation = _restated(first.value, rng), "restated"
+    twin = Claim.model_validate({**second.model_dump(), "value": value})
+    inputs = {"first": case.inputs["first"], "second": twin.model_dump(mode="json")}
+    if "region" in case.inputs:
+        time: Time = "same" if twin.at == first.at else "newer" if twin.at > first.at else "older"
+        inputs["region"] = region(Cell("compare", _standing(first), _standing(twin), time, relation))
+    return Case((first, twin), inputs, case.sessions)
+
+
+def value_twins(cases: Sequence[Case], episode: Episode, rng: random.Random) -> list[Case]:
+    """``value_twin`` of each of an episode's compare cases, drawing new values from the values
+    its claims hold at the first claim's slot, else from all it holds. Each twin's inputs name
+    its case by position (``twin_of``), which is the case's example number in the episode, so a
+    draw of rows can keep each pair whole (``train.recipe.balanced``)."""
+    claims = [c for s in episode.sessions for c in s.memory_claims()]
+    out = []
+    for n, case in enumerate(cases):
+        first = case.arguments[0]
+        at_slot = [c.value for c in claims if (c.entity, c.slot) == (first.entity, first.slot)]
+        own = [v for v in at_slot if norm(v) != first.norm_value]
+        twin = value_twin(case, own or [c.value for c in claims], rng)
+        if twin is not None:
+            out.append(replace(twin, inputs={**twin.inputs, "twin_of": n}))
+    return out
 
 
 SUITE_AT = datetime(2024, 3, 4, 9, 30, tzinfo=UTC)

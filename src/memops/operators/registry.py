@@ -27,7 +27,7 @@ from memops.core.sessions import Episode
 from memops.memory.claims import Claim
 from memops.memory.state import ACTIONS, Entry
 from memops.operators.backends import Messages
-from memops.operators.contract import NO_CONTRACT, ContractDraw, contract_cases
+from memops.operators.contract import NO_CONTRACT, ContractDraw, contract_cases, value_twins
 from memops.operators.examples import (
     COMPARE_LABELS,
     Case,
@@ -92,8 +92,9 @@ def decision(
     judgment: Callable[[Any], str],
 ) -> Operator:
     """A decision operator: its examples are its ``cases`` and, in a synthetic episode,
-    ``contract`` cells of the decision space written in the episode's names and values, all
-    prompted and answered by ``rule``."""
+    ``contract`` cells of the decision space written in the episode's names and values, and
+    for compare with ``contract.twins`` each pair's value twin, all prompted and answered by
+    ``rule``."""
 
     def examples(
         episode: Episode, rng: random.Random, per_label: int, contract: ContractDraw = NO_CONTRACT
@@ -101,6 +102,8 @@ def decision(
         drawn = cases(episode, rng, per_label)
         if contract.per_episode and episode.source == "synthetic":
             drawn += contract_cases(name, episode, rng, contract)
+        if contract.twins and name == "compare" and episode.source == "synthetic":
+            drawn += value_twins(drawn, episode, rng)
         return decision_examples(name, episode, drawn, messages, rule)
 
     return Operator(name, output, messages, budget, examples, arguments, rule, answers, open, judgment)

@@ -99,10 +99,17 @@ def standing(op: Operator, inputs: str) -> bool | None:
 def balanced(dataset, seed: int, op: Operator | None = None):  # datasets.Dataset -> datasets.Dataset
     """The same number of rows of every ``label``, in dataset order: the rarest label's count, or
     with ``op`` (``balance_standing``) split evenly between the ``standing`` cells each label
-    has, as many as the rarest cell allows."""
+    has, as many as the rarest cell allows. A value twin (``twin_of`` in its inputs,
+    ``operators.contract.value_twins``) is not drawn but follows its row: the pair stays whole, so
+    one value and two keep the same standings and times whatever the draw."""
     cells: dict[str, dict[bool | None, list[int]]] = {}
-    kinds = dataset["inputs"] if op is not None else [None] * len(dataset)
-    for i, (label, inputs) in enumerate(zip(dataset["label"], kinds, strict=True)):
+    twin: dict[str, int] = {}
+    for i, (label, inputs, row_id) in enumerate(
+        zip(dataset["label"], dataset["inputs"], dataset["id"], strict=True)
+    ):
+        if (of := json.loads(inputs).get("twin_of")) is not None:
+            twin[f"{row_id.rsplit('/', 1)[0]}/{of:04d}"] = i
+            continue
         cell = standing(op, inputs) if op is not None else None
         cells.setdefault(label, {}).setdefault(cell, []).append(i)
     # n per label, n // len(its cells) from each cell: the largest n every cell can give, and
@@ -110,14 +117,11 @@ def balanced(dataset, seed: int, op: Operator | None = None):  # datasets.Datase
     n = min(len(rows) * len(split) for split in cells.values() for rows in split.values())
     n -= n % max(map(len, cells.values()))
     rng = random.Random(seed)
-    return dataset.select(
-        sorted(
-            i
-            for split in cells.values()
-            for rows in split.values()
-            for i in rng.sample(rows, n // len(split))
-        )
-    )
+    drawn = [
+        i for split in cells.values() for rows in split.values() for i in rng.sample(rows, n // len(split))
+    ]
+    ids = dataset["id"]
+    return dataset.select(sorted([*drawn, *(twin[ids[i]] for i in drawn if ids[i] in twin)]))
 
 
 def load_splits(cfg: TrainConfig):  # -> (train, validation, fingerprint, real validation rows)
