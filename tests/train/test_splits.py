@@ -78,7 +78,7 @@ def test_balanced_keeps_each_value_twin_with_its_row() -> None:
     carry the same standings whatever the draw."""
     compare = OPERATORS["compare"]
     rows = [
-        {k: row[k] for k in ("id", "label", "inputs")}
+        {k: row[k] for k in ("id", "op", "group", "label", "inputs")}
         for episode in scenarios(0, 3, 0, 3)
         for row in compare.examples(
             episode, random.Random(episode.id), 2, contract=ContractDraw(12, twins=True)

@@ -36,6 +36,11 @@ COMPARE_LABELS: tuple[str, ...] = (
 )
 
 
+def example_id(op: str, episode_id: str, n: int) -> str:
+    """The id of an episode's ``n``-th example of one operator."""
+    return f"{op}/{episode_id}/{n:04d}"
+
+
 def _example(
     op: str,
     episode: Episode,
@@ -50,7 +55,7 @@ def _example(
     operators can be run on held-out examples instead of having their labels copied."""
     commits = sorted({episode.commit_of[s] for s in set(sessions) if s in episode.commit_of})
     return {
-        "id": f"{op}/{episode.id}/{n:04d}",
+        "id": example_id(op, episode.id, n),
         "op": op,
         "source": episode.source,
         "group": episode.id,

@@ -34,6 +34,7 @@ from memops.core.locks import beside, exclusive
 from memops.core.models import LoraSpec, load_model
 from memops.memory.claims import Claim
 from memops.operators.adapters import collapse_warning
+from memops.operators.examples import example_id
 from memops.operators.registry import ADAPTERS, DECISIONS, OPERATORS, Operator
 from memops.train.attention import SharedPrefix, attend_per_example
 from memops.train.builds import ensure_model
@@ -104,11 +105,12 @@ def balanced(dataset, seed: int, op: Operator | None = None):  # datasets.Datase
     one value and two keep the same standings and times whatever the draw."""
     cells: dict[str, dict[bool | None, list[int]]] = {}
     twin: dict[str, int] = {}
-    for i, (label, inputs, row_id) in enumerate(
-        zip(dataset["label"], dataset["inputs"], dataset["id"], strict=True)
+    ids = dataset["id"]
+    for i, (label, inputs, op_name, group) in enumerate(
+        zip(dataset["label"], dataset["inputs"], dataset["op"], dataset["group"], strict=True)
     ):
         if (of := json.loads(inputs).get("twin_of")) is not None:
-            twin[f"{row_id.rsplit('/', 1)[0]}/{of:04d}"] = i
+            twin[example_id(op_name, group, of)] = i
             continue
         cell = standing(op, inputs) if op is not None else None
         cells.setdefault(label, {}).setdefault(cell, []).append(i)
@@ -120,7 +122,6 @@ def balanced(dataset, seed: int, op: Operator | None = None):  # datasets.Datase
     drawn = [
         i for split in cells.values() for rows in split.values() for i in rng.sample(rows, n // len(split))
     ]
-    ids = dataset["id"]
     return dataset.select(sorted([*drawn, *(twin[ids[i]] for i in drawn if ids[i] in twin)]))
 
 
