@@ -21,6 +21,7 @@ from memops.operators.contract import (
     cells,
     contract_cases,
     draw,
+    near_miss,
     regions,
     suite,
     suite_names,
@@ -217,6 +218,57 @@ def test_value_twins_move_the_second_value_alone_across_one_value_or_two(synthet
     update = OPERATORS["update"].examples(synthetic[0], random.Random(0), 2, contract=how)
     assert update == OPERATORS["update"].examples(
         synthetic[0], random.Random(0), 2, contract=ContractDraw(12)
+    )
+
+
+def test_a_near_miss_changes_a_number_or_a_list_by_one_item() -> None:
+    """Without ``others`` only a number moves (what ``near_misses`` draws for contract cases);
+    with them a list also drops an item or gains one of theirs, and nothing restates the value."""
+    rng = random.Random(0)
+    assert near_miss("mypy", rng) is None
+    assert near_miss("mypy", rng, ["pyright"]) == "mypy, pyright"
+    assert near_miss("mypy", rng, ["MyPy"]) is None
+    dropped = {near_miss("mypy, pyright", rng, ["ruff"]) for _ in range(40)}
+    assert {"mypy", "pyright", "mypy, pyright, ruff"} == dropped
+    numbered = {near_miss("14 shards", rng) for _ in range(20)}
+    assert numbered and all(re.fullmatch(r"\d+ shards", v) and v != "14 shards" for v in numbered)
+
+
+def test_near_miss_twins_answer_one_value_with_its_near_miss_and_restate_in_another_case(
+    synthetic: list,
+) -> None:
+    """With ``near_misses`` the twin of a pair whose values are one is, where one can be written,
+    a near miss of the first value (which holds it, less or more an item, or its number moved),
+    and half the twins that restate change the value's case; at 0 they are as before."""
+
+    def twins(near: float) -> list[tuple[str, str, str]]:
+        how = ContractDraw(12, twins=True, near_misses=near)
+        out = []
+        for episode in synthetic:
+            rows = OPERATORS["compare"].examples(episode, random.Random(episode.id), 2, contract=how)
+            for row in rows:
+                inputs = json.loads(row["inputs"])
+                if "twin_of" in inputs:
+                    out.append((inputs["first"]["value"], inputs["second"]["value"], row["label"]))
+        return out
+
+    def near(a: str, b: str) -> bool:
+        items_a, items_b = set(a.split(", ")), set(b.split(", "))
+        return re.sub(r"\d+", "#", a) == re.sub(r"\d+", "#", b) or len(items_a ^ items_b) == 1
+
+    def recased(a: str, b: str) -> bool:
+        return a != b and a.lower() == b.lower()
+
+    plain, missed = twins(0.0), twins(1.0)
+    two = [(a, b) for a, b, label in missed if label != "equivalent/none"]
+    assert two and sum(near(a, b) for a, b in two) > 0.9 * len(two)
+    plain_two = [(a, b) for a, b, label in plain if label != "equivalent/none"]
+    assert sum(near(a, b) for a, b in plain_two) < 0.25 * len(plain_two)
+    one = [(a, b) for a, b, label in missed if label == "equivalent/none"]
+    plain_one = [(a, b) for a, b, label in plain if label == "equivalent/none"]
+    assert (
+        sum(recased(a, b) for a, b in one) / len(one)
+        > sum(recased(a, b) for a, b in plain_one) / len(plain_one) + 0.1
     )
 
 

@@ -206,17 +206,43 @@ WEAKEST: Standing = min(STANDINGS, key=standing_score)
 
 
 NUMBER = re.compile(r"\d+")
+ITEMS = re.compile(r"\s*,\s*")
+"""Where a value written as a list (``mypy, pyright``) turns from one item to the next."""
 
 
-def near_miss(value: str, rng: random.Random) -> str | None:
-    """The value with its first number changed (``14 shards`` -> ``28 shards``): written almost as
-    the value is, yet another value, the counterpart of ``_restated``. None without a number."""
+def near_miss(value: str, rng: random.Random, others: Sequence[str] = ()) -> str | None:
+    """The value written almost as it is, yet another value, the counterpart of ``_restated``:
+    its first number changed (``14 shards`` -> ``28 shards``), or with ``others`` given, as the
+    lists of real commits change, one item dropped or an item of another value added (``mypy`` ->
+    ``mypy, pyright``). None where none of these applies."""
+    items = ITEMS.split(value)
+    extra = [i for o in others for i in ITEMS.split(o) if norm(i) not in map(norm, items)]
     found = NUMBER.search(value)
-    if found is None:
+    ways = [w for w, ok in (("number", found), ("drop", others and len(items) > 1), ("add", extra)) if ok]
+    if not ways:
         return None
-    n = int(found.group())
-    other = rng.choice([n * 2, max(1, n // 2), n + rng.randrange(1, 10)])
-    return value[: found.start()] + str(other if other != n else n + 1) + value[found.end() :]
+    way = ways[0] if len(ways) == 1 else rng.choice(ways)
+    if way == "drop":
+        items.pop(rng.randrange(len(items)))
+        missed = ", ".join(items)
+    elif way == "add":
+        missed = ", ".join([*items, rng.choice(extra)])
+    else:
+        assert found is not None
+        n = int(found.group())
+        other = rng.choice([n * 2, max(1, n // 2), n + rng.randrange(1, 10)])
+        missed = value[: found.start()] + str(other if other != n else n + 1) + value[found.end() :]
+    return missed if norm(missed) not in ("", norm(value)) else None
+
+
+def _recased(value: str, rng: random.Random) -> str:
+    """The value in another case (``Adyen`` -> ``adyen``, ``36 h`` -> ``36 H``), one value once
+    normalised, the restatement a 135M tokenizer spells with other tokens; else ``_restated``."""
+    forms = {
+        f for f in (value.upper(), value.lower(), value.title(), value.swapcase()) if norm(f) == norm(value)
+    }
+    forms.discard(value)
+    return rng.choice(sorted(forms)) if forms else _restated(value, rng)
 
 
 def compare_case(
@@ -331,7 +357,8 @@ class ContractDraw:
     """Each region's weight, over ``DIFFICULTY``."""
     near_misses: float = 0.0
     """Compare: the share of cases whose values differ that set a value against a near miss of
-    itself (``near_miss``)."""
+    itself (``near_miss``), and with ``twins``, the share of twins of pairs whose values are one
+    that do (``value_twin``)."""
     twins: bool = False
     """Compare: each pair at one key is followed by its ``value_twin``."""
 
@@ -359,24 +386,30 @@ def _standing(claim: Claim) -> Standing:
     return claim.evidence.type, claim.evidence.commit is not None
 
 
-def value_twin(case: Case, values: Sequence[str], rng: random.Random) -> Case | None:
+def value_twin(
+    case: Case, values: Sequence[str], rng: random.Random, near_misses: float = 0.0
+) -> Case | None:
     """A compare case's counterfactual: the same two claims, keys, standings and times, with the
-    second's value alone moved to the other side of "one value or two" (the first's value,
-    restated or as written, where the two differ; another of ``values`` where they are one).
-    Paired so, a pair's standing tells nothing of whether its values are one; only the values do.
-    None for a pair across keys or where ``values`` has no other value."""
+    second's value alone moved to the other side of "one value or two": where the two differ, the
+    first's value as written or restated, in another case for half the restatements; where they
+    are one, another of ``values``, or for ``near_misses`` of them a ``near_miss`` of the first's
+    value. Paired so, a pair's standing tells nothing of whether its values are one; only the
+    values do, and "the first value inside the second" tells nothing either. None for a pair
+    across keys or with no other value to write."""
     first, second = case.arguments
     if first.key != second.key:
         return None
     if first.norm_value == second.norm_value:
         others = [v for v in values if norm(v) != first.norm_value]
-        if not others:
+        missed = near_miss(first.value, rng, others) if near_misses and rng.random() < near_misses else None
+        if missed is None and not others:
             return None
-        value, relation = rng.choice(others), "different"
+        value, relation = missed or rng.choice(others), "different"
     elif rng.random() < 1 / 3:
         value, relation = first.value, "identical"
     else:
-        value, relation = _restated(first.value, rng), "restated"
+        restate = _recased if near_misses and rng.random() < 1 / 2 else _restated
+        value, relation = restate(first.value, rng), "restated"
     twin = Claim.model_validate({**second.model_dump(), "value": value})
     inputs = {"first": case.inputs["first"], "second": twin.model_dump(mode="json")}
     if "region" in case.inputs:
@@ -385,7 +418,9 @@ def value_twin(case: Case, values: Sequence[str], rng: random.Random) -> Case | 
     return Case((first, twin), inputs, case.sessions)
 
 
-def value_twins(cases: Sequence[Case], episode: Episode, rng: random.Random) -> list[Case]:
+def value_twins(
+    cases: Sequence[Case], episode: Episode, rng: random.Random, near_misses: float = 0.0
+) -> list[Case]:
     """``value_twin`` of each of an episode's compare cases, drawing new values from the values
     its claims hold at the first claim's slot, else from all it holds. Each twin's inputs name
     its case by position (``twin_of``), which is the case's example number in the episode, so a
@@ -396,7 +431,7 @@ def value_twins(cases: Sequence[Case], episode: Episode, rng: random.Random) -> 
         first = case.arguments[0]
         at_slot = [c.value for c in claims if (c.entity, c.slot) == (first.entity, first.slot)]
         own = [v for v in at_slot if norm(v) != first.norm_value]
-        twin = value_twin(case, own or [c.value for c in claims], rng)
+        twin = value_twin(case, own or [c.value for c in claims], rng, near_misses)
         if twin is not None:
             out.append(replace(twin, inputs={**twin.inputs, "twin_of": n}))
     return out

@@ -103,7 +103,7 @@ def decision(
         if contract.per_episode and episode.source == "synthetic":
             drawn += contract_cases(name, episode, rng, contract)
         if contract.twins and name == "compare" and episode.source == "synthetic":
-            drawn += value_twins(drawn, episode, rng)
+            drawn += value_twins(drawn, episode, rng, contract.near_misses)
         return decision_examples(name, episode, drawn, messages, rule)
 
     return Operator(name, output, messages, budget, examples, arguments, rule, answers, open, judgment)
