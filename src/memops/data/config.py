@@ -32,7 +32,10 @@ class DataConfig(RunConfig):
     """The share of the contract compare cases whose values differ that set a value against a
     near miss of itself, its first number changed (``14 shards`` against ``28 shards``), rather than
     another of the slot's values: the counterpart of the restated value, so that telling one value
-    from another is learned from the values and not from the claims' standing (docs/log/transfer.md)."""
+    from another is learned from the values and not from the claims' standing. With
+    ``value_twins``, also the share of twins of pairs whose values are one that write a near miss
+    of the first value, a list's item dropped or added too, and half the restating twins change
+    the value's case (``operators.contract.value_twin``; docs/log/transfer.md)."""
     value_twins: bool = False
     """Follow each synthetic compare pair at one key with its twin: the same claims, standings
     and times, the second value moved to the other side of "one value or two" (restated where

@@ -91,7 +91,8 @@ class LooConfig(TrainingRun):
     and ``adapters_dir``."""
     near_misses: float = 0.0
     """The share of contract compare cases whose values differ that set a value against a near
-    miss of itself (``DataConfig``'s field, passed to the build). Give the run its own
+    miss of itself, and with ``value_twins`` the share of one-value pairs' twins that do
+    (``DataConfig``'s field, passed to the build). Give the run its own
     ``datasets_dir`` and ``adapters_dir``."""
     value_twins: bool = False
     """Follow each synthetic compare pair at one key with its value twin (``DataConfig``'s field,
