@@ -239,7 +239,8 @@ def test_near_miss_twins_answer_one_value_with_its_near_miss_and_restate_in_anot
 ) -> None:
     """With ``near_misses`` the twin of a pair whose values are one is, where one can be written,
     a near miss of the first value (which holds it, less or more an item, or its number moved),
-    and half the twins that restate change the value's case; at 0 they are as before."""
+    and half the twins that restate change the value's case; at 0 few twins are near misses and
+    fewer restatements change the case."""
 
     def twins(near: float) -> list[tuple[str, str, str]]:
         how = ContractDraw(12, twins=True, near_misses=near)

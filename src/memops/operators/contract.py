@@ -216,7 +216,8 @@ def near_miss(value: str, rng: random.Random, others: Sequence[str] = ()) -> str
     lists of real commits change, one item dropped or an item of another value added (``mypy`` ->
     ``mypy, pyright``). None where none of these applies."""
     items = ITEMS.split(value)
-    extra = [i for o in others for i in ITEMS.split(o) if norm(i) not in map(norm, items)]
+    held = {norm(i) for i in items}
+    extra = [i for o in others for i in ITEMS.split(o) if norm(i) not in held]
     found = NUMBER.search(value)
     ways = [w for w, ok in (("number", found), ("drop", others and len(items) > 1), ("add", extra)) if ok]
     if not ways:
