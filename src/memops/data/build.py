@@ -113,6 +113,12 @@ def fold_splits(
     return {"train": train, "validation": val, "test": test}
 
 
+def trained_only(row: Example) -> bool:
+    """A row only a train split holds: a value twin of a trajectory's pair
+    (``ContractDraw.real_twins``). A real pair is validated on and scored as it was written."""
+    return row["source"] != "synthetic" and "twin_of" in json.loads(row["inputs"])
+
+
 def check_leakage(held_out: Episode, splits: dict[str, list[Example]]) -> None:
     """Fail if any session id, commit or note text of the held-out trajectory reaches train or
     validation."""
@@ -193,6 +199,8 @@ def build_folds(
         sizes[name] = {}
         for op in pool.datasets:
             splits = {split: pool.examples(op, episodes[split]) for split in SPLITS}
+            for split in ("validation", "test"):
+                splits[split] = [row for row in splits[split] if not trained_only(row)]
             if op == STAGES_ADAPTER:
                 splits["test"] = []
             for trajectory in fold.holds_out(trajectories):

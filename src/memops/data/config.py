@@ -42,6 +42,10 @@ class DataConfig(RunConfig):
     the two differ, another of the slot's values where they are one), so that whether two values
     are one is learned from the values and not from the claims' standing or time
     (``operators.contract.value_twin``; docs/log/transfer.md)."""
+    real_twins: bool = False
+    """With ``value_twins``, twin the compare pairs of the trajectories a train split takes as
+    well (a real list restated, a real one-value pair against another value or a near miss); the
+    validation and test splits keep a trajectory's pairs as written (``data.build.trained_only``)."""
     validation_fraction: float = 0.2
     extract_stages: bool = False
     """Also write ``extract-stages``: the extract examples plus the two-stage extractor's own
@@ -99,6 +103,10 @@ class DataConfig(RunConfig):
             raise ValueError(f"contract_weights: {low}: weights are 1 or more (no region left out)")
         if not 0 <= self.near_misses <= 1:
             raise ValueError(f"near_misses={self.near_misses}: a share, between 0 and 1")
+        if self.real_twins and not self.value_twins:
+            raise ValueError(
+                "real_twins=true twins the trajectories' pairs beside the scenarios': set value_twins=true"
+            )
         if self.contract_per_episode < 0:
             raise ValueError(f"contract_per_episode={self.contract_per_episode}: must be 0 or more")
         if self.real_repeat < 1:

@@ -58,6 +58,7 @@ RUN_DATA_KEYS = (
     "real_validation",
     "near_misses",
     "value_twins",
+    "real_twins",
 )
 """The data settings a LOO run names itself: the datasets it reads must have been built with them."""
 

@@ -361,7 +361,10 @@ class ContractDraw:
     itself (``near_miss``), and with ``twins``, the share of twins of pairs whose values are one
     that do (``value_twin``)."""
     twins: bool = False
-    """Compare: each pair at one key is followed by its ``value_twin``."""
+    """Compare: each pair of a synthetic episode at one key is followed by its ``value_twin``."""
+    real_twins: bool = False
+    """With ``twins``, a trajectory's pairs too; the data build keeps them out of the
+    validation and test splits (``data.build.trained_only``), which score real pairs as written."""
 
 
 NO_CONTRACT = ContractDraw()

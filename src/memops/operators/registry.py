@@ -93,8 +93,8 @@ def decision(
 ) -> Operator:
     """A decision operator: its examples are its ``cases`` and, in a synthetic episode,
     ``contract`` cells of the decision space written in the episode's names and values, and
-    for compare with ``contract.twins`` each pair's value twin, all prompted and answered by
-    ``rule``."""
+    for compare with ``contract.twins`` each pair's value twin (a trajectory's pairs' too with
+    ``contract.real_twins``), all prompted and answered by ``rule``."""
 
     def examples(
         episode: Episode, rng: random.Random, per_label: int, contract: ContractDraw = NO_CONTRACT
@@ -102,7 +102,7 @@ def decision(
         drawn = cases(episode, rng, per_label)
         if contract.per_episode and episode.source == "synthetic":
             drawn += contract_cases(name, episode, rng, contract)
-        if contract.twins and name == "compare" and episode.source == "synthetic":
+        if contract.twins and name == "compare" and (episode.source == "synthetic" or contract.real_twins):
             drawn += value_twins(drawn, episode, rng, contract.near_misses)
         return decision_examples(name, episode, drawn, messages, rule)
 
