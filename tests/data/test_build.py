@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -214,8 +215,9 @@ def test_real_validation_puts_trajectories_in_every_folds_validation_split_alone
 def test_real_twins_reach_the_trajectories_a_fold_trains_on_and_no_split_it_scores(
     tmp_path: Path, export_dir: Path
 ) -> None:
-    """``real_twins``: a trained trajectory's compare pairs are followed by their twins; its
-    validation and test rows stay the pairs as written, the same rows as without twins."""
+    """``real_twins``: a trained trajectory's compare pairs are followed by their twins (with
+    ``near_twins`` a pair may have two); its validation and test rows stay the pairs as written,
+    the same rows as without twins."""
 
     def rows(out: Path, fold: str, split: str) -> list[dict]:
         return [json.loads(line) for line in (out / fold / "compare" / f"{split}.jsonl").open()]
@@ -224,17 +226,26 @@ def test_real_twins_reach_the_trajectories_a_fold_trains_on_and_no_split_it_scor
     for real in (False, True):
         out = tmp_path / f"ds-{real}"
         cfg = small(out, export_dir, folds=[SHIPPED[0]], scenarios_per_family=2, noisy_per_family=0)
-        cfg.real_validation, cfg.value_twins, cfg.real_twins = [SHIPPED[2]], True, real
+        cfg.real_validation, cfg.value_twins, cfg.real_twins, cfg.near_twins = [SHIPPED[2]], True, real, real
         build(cfg)
         runs[real] = out
     twins = [r for r in rows(runs[True], SHIPPED[0], "train") if "twin_of" in json.loads(r["inputs"])]
     assert {r["group"] for r in twins} >= set(SHIPPED) - {SHIPPED[0], SHIPPED[2]}
+    per_pair = Counter(
+        (r["group"], json.loads(r["inputs"])["twin_of"]) for r in twins if r["source"] != "synthetic"
+    )
+    assert max(per_pair.values()) == 2
     plain = [r for r in rows(runs[False], SHIPPED[0], "train") if "twin_of" in json.loads(r["inputs"])]
     assert {r["source"] for r in plain} == {"synthetic"}
-    for split in ("validation", "test"):
-        assert rows(runs[True], SHIPPED[0], split) == rows(runs[False], SHIPPED[0], split)
-    with pytest.raises(ValueError, match="value_twins=true"):
-        DataConfig(exports=[str(export_dir)], real_twins=True)
+    for split in ("validation", "test"):  # the scenarios' rows have near twins; the real ones none
+        real = [
+            [r for r in rows(runs[twinned], SHIPPED[0], split) if r["source"] != "synthetic"]
+            for twinned in runs
+        ]
+        assert real[0] and real[0] == real[1]
+    for twinned in ("real_twins", "near_twins"):
+        with pytest.raises(ValueError, match="value_twins=true"):
+            DataConfig(exports=[str(export_dir)], **{twinned: True})
 
 
 def test_naive_bayes_learns_a_token_that_gives_the_label_away() -> None:

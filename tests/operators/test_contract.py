@@ -6,6 +6,7 @@ import json
 import random
 import re
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 from pydantic import BaseModel
@@ -271,6 +272,41 @@ def test_near_miss_twins_answer_one_value_with_its_near_miss_and_restate_in_anot
         sum(recased(a, b) for a, b in one) / len(one)
         > sum(recased(a, b) for a, b in plain_one) / len(plain_one) + 0.1
     )
+
+
+def test_near_twins_keep_the_pairs_side_with_a_value_missed_by_an_item_or_restated(synthetic: list) -> None:
+    """``near_twins``: after the value twins (the same rows as without), each pair at one key may
+    get a second twin on its own side of "one value or two": a near miss of the first value where
+    the two differ, the first restated where they are one."""
+
+    def one(label: str) -> bool:
+        return label == "equivalent/none"
+
+    def near(a: str, b: str) -> bool:
+        items_a, items_b = set(a.split(", ")), set(b.split(", "))
+        return re.sub(r"\d+", "#", a) == re.sub(r"\d+", "#", b) or len(items_a ^ items_b) == 1
+
+    sides = Counter()
+    for episode in synthetic:
+        twins = ContractDraw(12, twins=True, near_misses=0.5)
+        rows = OPERATORS["compare"].examples(episode, random.Random(episode.id), 2, contract=twins)
+        with_near = OPERATORS["compare"].examples(
+            episode, random.Random(episode.id), 2, contract=replace(twins, near_twins=True)
+        )
+        assert with_near[: len(rows)] == rows
+        by_number = {int(r["id"].rsplit("/", 1)[1]): r for r in rows}
+        for row in with_near[len(rows) :]:
+            inputs = json.loads(row["inputs"])
+            of = by_number[inputs["twin_of"]]
+            assert "twin_of" not in json.loads(of["inputs"])
+            first, second = inputs["first"]["value"], inputs["second"]["value"]
+            assert one(row["label"]) == one(of["label"])
+            if one(row["label"]):
+                assert norm(first) == norm(second)
+            else:
+                assert near(first, second) and norm(first) != norm(second)
+            sides[one(row["label"])] += 1
+    assert sides[True] > 20 and sides[False] > 20
 
 
 @pytest.fixture(scope="module")

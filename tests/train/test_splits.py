@@ -8,6 +8,7 @@ import random
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from datasets import Dataset, load_from_disk
 
 from memops.data.scenarios.generate import scenarios
@@ -72,17 +73,17 @@ def test_extraction_trains_on_every_row_whatever_balance_labels_says(small_datas
     assert len(load_splits(cfg)[0]) == len(load_from_disk(str(small_datasets / "all" / "extract"))["train"])
 
 
-def test_balanced_keeps_each_value_twin_with_its_row() -> None:
-    """A value twin is not drawn with its label but follows the row it is the twin of: the rows
-    drawn are the rarest label's count of every label, each with its twin, so one value and two
-    carry the same standings whatever the draw."""
+@pytest.mark.parametrize("near", [False, True], ids=["value-twins", "near-twins"])
+def test_balanced_keeps_each_value_twin_with_its_row(near: bool) -> None:
+    """A value twin (and with ``near_twins`` the near twin) is not drawn with its label but
+    follows the row it is the twin of: the rows drawn are the rarest label's count of every
+    label, each with its twins, so one value and two carry the same standings whatever the draw."""
     compare = OPERATORS["compare"]
+    how = ContractDraw(12, twins=True, near_twins=near)
     rows = [
         {k: row[k] for k in ("id", "op", "group", "label", "inputs")}
         for episode in scenarios(0, 3, 0, 3)
-        for row in compare.examples(
-            episode, random.Random(episode.id), 2, contract=ContractDraw(12, twins=True)
-        )
+        for row in compare.examples(episode, random.Random(episode.id), 2, contract=how)
     ]
     train = Dataset.from_list(rows)
     twin_of = {
@@ -102,4 +103,5 @@ def test_balanced_keeps_each_value_twin_with_its_row() -> None:
     for label, inputs in zip(kept["label"], kept["inputs"], strict=True):
         if label == "equivalent/none" or label.startswith("conflicting"):
             (one if label == "equivalent/none" else two)[standing(compare, inputs)] += 1
-    assert one == two and len(one) == 2
+    assert len(one) == 2 and (near or one == two)  # a near twin is on its own pair's side
+    assert near == (max(Counter(twin_of.values()).values()) == 2)

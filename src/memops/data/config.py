@@ -46,6 +46,12 @@ class DataConfig(RunConfig):
     """With ``value_twins``, twin the compare pairs of the trajectories a train split takes as
     well (a real list restated, a real one-value pair against another value or a near miss); the
     validation and test splits keep a trajectory's pairs as written (``data.build.trained_only``)."""
+    near_twins: bool = False
+    """With ``value_twins``, a second twin of each twinned pair on its own side of "one value or
+    two": where the values differ, the first value less or more one item (or its number moved),
+    as real requirement lists change; where they are one, the first restated in another case. A
+    long list against itself less an item then comes beside its restatement
+    (``operators.contract.near_twin``; docs/log/transfer.md)."""
     validation_fraction: float = 0.2
     extract_stages: bool = False
     """Also write ``extract-stages``: the extract examples plus the two-stage extractor's own
@@ -107,6 +113,8 @@ class DataConfig(RunConfig):
             raise ValueError(
                 "real_twins=true twins the trajectories' pairs beside the scenarios': set value_twins=true"
             )
+        if self.near_twins and not self.value_twins:
+            raise ValueError("near_twins=true adds a second twin to each value twin: set value_twins=true")
         if self.contract_per_episode < 0:
             raise ValueError(f"contract_per_episode={self.contract_per_episode}: must be 0 or more")
         if self.real_repeat < 1:

@@ -99,6 +99,7 @@ BUILD_KEYS = (
     "near_misses",
     "value_twins",
     "real_twins",
+    "near_twins",
     "validation_fraction",
     "real_trajectories",
     "real_repeat",
@@ -177,7 +178,12 @@ def _build(cfg: DataConfig, out: Path, overrides: list[str] | None) -> dict[str,
         stages=cfg.extract_stages,
         stage_ratio=cfg.extract_stage_ratio,
         contract=ContractDraw(
-            cfg.contract_per_episode, cfg.contract_weights, cfg.near_misses, cfg.value_twins, cfg.real_twins
+            cfg.contract_per_episode,
+            cfg.contract_weights,
+            cfg.near_misses,
+            cfg.value_twins,
+            cfg.real_twins,
+            cfg.near_twins,
         ),
     )
 

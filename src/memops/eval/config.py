@@ -100,6 +100,9 @@ class LooConfig(TrainingRun):
     real_twins: bool = False
     """With ``value_twins``, the trained trajectories' compare pairs' twins too (``DataConfig``'s
     field, passed to the build). Give the run its own ``datasets_dir`` and ``adapters_dir``."""
+    near_twins: bool = False
+    """With ``value_twins``, each twinned pair's near twin too (``DataConfig``'s field, passed to
+    the build). Give the run its own ``datasets_dir`` and ``adapters_dir``."""
     extract_modes: list[str] | None = None
     """The learned extraction variants scored and replayed; unset: every one the adapters allow
     (the ``STAGED_MODES`` with ``extract_stages``) but the ``OPT_IN_MODES``. A parity pass can
@@ -162,6 +165,7 @@ class LooConfig(TrainingRun):
             near_misses=self.near_misses,
             value_twins=self.value_twins,
             real_twins=self.real_twins,
+            near_twins=self.near_twins,
             **settings,
         )
 

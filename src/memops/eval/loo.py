@@ -59,6 +59,7 @@ RUN_DATA_KEYS = (
     "near_misses",
     "value_twins",
     "real_twins",
+    "near_twins",
 )
 """The data settings a LOO run names itself: the datasets it reads must have been built with them."""
 

@@ -365,6 +365,9 @@ class ContractDraw:
     real_twins: bool = False
     """With ``twins``, a trajectory's pairs too; the data build keeps them out of the
     validation and test splits (``data.build.trained_only``), which score real pairs as written."""
+    near_twins: bool = False
+    """With ``twins``, each twinned pair's ``near_twin`` too: a value missed by one item beside
+    the value restated."""
 
 
 NO_CONTRACT = ContractDraw()
@@ -390,6 +393,18 @@ def _standing(claim: Claim) -> Standing:
     return claim.evidence.type, claim.evidence.commit is not None
 
 
+def _twin(case: Case, value: str, relation: str) -> Case:
+    """``case`` with its second claim's value alone replaced by ``value``, whose relation to the
+    first's is ``relation``; a contract case's region follows."""
+    first, second = case.arguments
+    twin = Claim.model_validate({**second.model_dump(), "value": value})
+    inputs = {"first": case.inputs["first"], "second": twin.model_dump(mode="json")}
+    if "region" in case.inputs:
+        time: Time = "same" if twin.at == first.at else "newer" if twin.at > first.at else "older"
+        inputs["region"] = region(Cell("compare", _standing(first), _standing(twin), time, relation))
+    return Case((first, twin), inputs, case.sessions)
+
+
 def value_twin(
     case: Case, values: Sequence[str], rng: random.Random, near_misses: float = 0.0
 ) -> Case | None:
@@ -408,37 +423,51 @@ def value_twin(
         missed = near_miss(first.value, rng, others) if near_misses and rng.random() < near_misses else None
         if missed is None and not others:
             return None
-        value, relation = missed or rng.choice(others), "different"
-    elif rng.random() < 1 / 3:
-        value, relation = first.value, "identical"
-    else:
-        restate = _recased if near_misses and rng.random() < 1 / 2 else _restated
-        value, relation = restate(first.value, rng), "restated"
-    twin = Claim.model_validate({**second.model_dump(), "value": value})
-    inputs = {"first": case.inputs["first"], "second": twin.model_dump(mode="json")}
-    if "region" in case.inputs:
-        time: Time = "same" if twin.at == first.at else "newer" if twin.at > first.at else "older"
-        inputs["region"] = region(Cell("compare", _standing(first), _standing(twin), time, relation))
-    return Case((first, twin), inputs, case.sessions)
+        return _twin(case, missed or rng.choice(others), "different")
+    if rng.random() < 1 / 3:
+        return _twin(case, first.value, "identical")
+    restate = _recased if near_misses and rng.random() < 1 / 2 else _restated
+    return _twin(case, restate(first.value, rng), "restated")
+
+
+def near_twin(case: Case, values: Sequence[str], rng: random.Random) -> Case | None:
+    """A compare case's second twin, on the case's own side of "one value or two", its value
+    written nearly as the first: where the two values differ, a ``near_miss`` of the first
+    (a list less or more an item, as real requirement lists change; a number moved); where they
+    are one, the first restated. Beside ``value_twin`` it makes each pair a triple with a value
+    restated and a value missed by one item, so that a long list against itself less an item is
+    not learned as a restatement. None across keys or where no near miss can be written."""
+    first, second = case.arguments
+    if first.key != second.key:
+        return None
+    if first.norm_value == second.norm_value:
+        return _twin(case, _recased(first.value, rng), "restated")
+    others = [v for v in values if norm(v) != first.norm_value]
+    missed = near_miss(first.value, rng, others)
+    return _twin(case, missed, "different") if missed is not None else None
 
 
 def value_twins(
-    cases: Sequence[Case], episode: Episode, rng: random.Random, near_misses: float = 0.0
+    cases: Sequence[Case], episode: Episode, rng: random.Random, near_misses: float = 0.0, near: bool = False
 ) -> list[Case]:
-    """``value_twin`` of each of an episode's compare cases, drawing new values from the values
-    its claims hold at the first claim's slot, else from all it holds. Each twin's inputs name
-    its case by position (``twin_of``), which is the case's example number in the episode, so a
-    draw of rows can keep each pair whole (``train.recipe.balanced``)."""
+    """``value_twin`` of each of an episode's compare cases, and with ``near`` then each one's
+    ``near_twin``, drawing new values from the values its claims hold at the first claim's slot,
+    else from all it holds. Each twin's inputs name its case by position (``twin_of``), which is
+    the case's example number in the episode, so a draw of rows can keep each pair with its twins
+    (``train.recipe.balanced``). The near twins are drawn after every value twin, so the value
+    twins are the same with ``near`` or without."""
     claims = [c for s in episode.sessions for c in s.memory_claims()]
-    out = []
-    for n, case in enumerate(cases):
-        first = case.arguments[0]
+
+    def values(first: Claim) -> list[str]:
         at_slot = [c.value for c in claims if (c.entity, c.slot) == (first.entity, first.slot)]
-        own = [v for v in at_slot if norm(v) != first.norm_value]
-        twin = value_twin(case, own or [c.value for c in claims], rng, near_misses)
-        if twin is not None:
-            out.append(replace(twin, inputs={**twin.inputs, "twin_of": n}))
-    return out
+        return [v for v in at_slot if norm(v) != first.norm_value] or [c.value for c in claims]
+
+    twins = [
+        (n, value_twin(case, values(case.arguments[0]), rng, near_misses)) for n, case in enumerate(cases)
+    ]
+    if near:
+        twins += [(n, near_twin(case, values(case.arguments[0]), rng)) for n, case in enumerate(cases)]
+    return [replace(twin, inputs={**twin.inputs, "twin_of": n}) for n, twin in twins if twin is not None]
 
 
 SUITE_AT = datetime(2024, 3, 4, 9, 30, tzinfo=UTC)

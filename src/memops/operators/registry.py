@@ -94,7 +94,8 @@ def decision(
     """A decision operator: its examples are its ``cases`` and, in a synthetic episode,
     ``contract`` cells of the decision space written in the episode's names and values, and
     for compare with ``contract.twins`` each pair's value twin (a trajectory's pairs' too with
-    ``contract.real_twins``), all prompted and answered by ``rule``."""
+    ``contract.real_twins``; its near twin too with ``contract.near_twins``), all prompted and
+    answered by ``rule``."""
 
     def examples(
         episode: Episode, rng: random.Random, per_label: int, contract: ContractDraw = NO_CONTRACT
@@ -103,7 +104,7 @@ def decision(
         if contract.per_episode and episode.source == "synthetic":
             drawn += contract_cases(name, episode, rng, contract)
         if contract.twins and name == "compare" and (episode.source == "synthetic" or contract.real_twins):
-            drawn += value_twins(drawn, episode, rng, contract.near_misses)
+            drawn += value_twins(drawn, episode, rng, contract.near_misses, contract.near_twins)
         return decision_examples(name, episode, drawn, messages, rule)
 
     return Operator(name, output, messages, budget, examples, arguments, rule, answers, open, judgment)

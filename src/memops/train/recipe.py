@@ -101,16 +101,16 @@ def balanced(dataset, seed: int, op: Operator | None = None):  # datasets.Datase
     """The same number of rows of every ``label``, in dataset order: the rarest label's count, or
     with ``op`` (``balance_standing``) split evenly between the ``standing`` cells each label
     has, as many as the rarest cell allows. A value twin (``twin_of`` in its inputs,
-    ``operators.contract.value_twins``) is not drawn but follows its row: the pair stays whole, so
-    one value and two keep the same standings and times whatever the draw."""
+    ``operators.contract.value_twins``) is not drawn but follows its row: the pair stays with its
+    twins, so one value and two keep the same standings and times whatever the draw."""
     cells: dict[str, dict[bool | None, list[int]]] = {}
-    twin: dict[str, int] = {}
+    twins: dict[str, list[int]] = {}
     ids = dataset["id"]
     for i, (label, inputs, op_name, group) in enumerate(
         zip(dataset["label"], dataset["inputs"], dataset["op"], dataset["group"], strict=True)
     ):
         if (of := json.loads(inputs).get("twin_of")) is not None:
-            twin[example_id(op_name, group, of)] = i
+            twins.setdefault(example_id(op_name, group, of), []).append(i)
             continue
         cell = standing(op, inputs) if op is not None else None
         cells.setdefault(label, {}).setdefault(cell, []).append(i)
@@ -122,7 +122,7 @@ def balanced(dataset, seed: int, op: Operator | None = None):  # datasets.Datase
     drawn = [
         i for split in cells.values() for rows in split.values() for i in rng.sample(rows, n // len(split))
     ]
-    return dataset.select(sorted([*drawn, *(twin[ids[i]] for i in drawn if ids[i] in twin)]))
+    return dataset.select(sorted([*drawn, *(t for i in drawn for t in twins.get(ids[i], []))]))
 
 
 def load_splits(cfg: TrainConfig):  # -> (train, validation, fingerprint, real validation rows)
