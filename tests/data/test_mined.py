@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memops.core.sources import MINED, Sources
+from memops.core.sources import MINED, SHIPPED, Sources
 from memops.data.trajectory import load_trajectories
 from tests.conftest import ROOT
 
@@ -147,3 +147,17 @@ def test_a_mined_trajectory_joins_the_codex_ones_in_one_build(tmp_path: Path) ->
     assert test and {r["group"] for r in test} == {name}
     groups = {r["group"] for r in train}
     assert "patch-guardrails" in groups and SPLIT["train"][0] in groups and name not in groups
+
+
+def test_a_list_of_trajectories_names_the_splits_sides_by_one_word() -> None:
+    from memops.eval.config import LooConfig
+
+    both = {"annotations": ["shipped", "mined"], "exports": ["shipped", "mined"]}
+    cfg = LooConfig(**both, synthetic_plus=["mined-train"], folds=["shipped", "mined-held-out"])
+    assert cfg.synthetic_plus == SPLIT["train"]
+    assert cfg.folds == [*SHIPPED, *SPLIT["heldout"]]
+    # Unset, the folds are what the synthetic fold holds out: the same list.
+    assert LooConfig(**both, synthetic_plus=["mined-train"]).folds == cfg.folds
+    held_out = f"folds: mined-held-out stands for {len(SPLIT['heldout'])} trajectories the sources do not"
+    with pytest.raises(ValueError, match=held_out):
+        LooConfig(folds=["mined-held-out"])

@@ -5,11 +5,14 @@ an export directory. Every ``*.yaml`` found is a trajectory, so a user's reposit
 adding its directories to ``annotations=[...]`` and ``exports=[...]``; nothing lists names in code.
 A relative path is taken from the working directory, as every path in the configs is; the word
 ``shipped`` names the five trajectories that ship with the package, ``mined`` the mined benchmark.
+In a list of trajectories (``folds``, ``synthetic_plus``, ``real_validation``) the words of
+``GROUPS`` stand for theirs: ``synthetic_plus=[mined-train] folds=[shipped,mined-held-out]``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -32,6 +35,27 @@ EXPORTS = [SHIPPED_FOLDER, EXPORTED]
 """The shipped exports, then your own exports."""
 SHIPPED = ("permissions-flow", "exec-app-server", "browser-surface", "model-routing", "patch-guardrails")
 """The five shipped trajectories, in the paper's order; they come first, the others by name."""
+MINED_SPLIT = MINED / "split.json"
+"""The mined benchmark's split by family, fixed once (``benchmarks/mine_benchmark.py``):
+``train`` and ``heldout`` trajectory names."""
+GROUPS = {SHIPPED_FOLDER: "the five shipped", "mined-train": "train", "mined-held-out": "heldout"}
+"""Words a list of trajectories may hold for a group of them: the shipped five, and each side
+of the mined benchmark's split (its key in ``MINED_SPLIT``)."""
+
+
+def trajectory_names(names: Iterable[str]) -> list[str]:
+    """``names`` with each word of ``GROUPS`` replaced by the trajectories it stands for, in
+    order, each name once: the one place a config's group of trajectories is read."""
+    out: list[str] = []
+    for name in names:
+        if name == SHIPPED_FOLDER:
+            members: Sequence[str] = SHIPPED
+        elif name in GROUPS:
+            members = json.loads(MINED_SPLIT.read_text())[GROUPS[name]]
+        else:
+            members = [name]
+        out += [m for m in members if m not in out]
+    return out
 
 
 @dataclass(frozen=True)

@@ -70,8 +70,10 @@ class DataConfig(RunConfig):
     extraction, docs/log/extraction.md)."""
     synthetic_plus: list[str] = field(default_factory=list)
     """Trajectories the ``synthetic`` fold's train split takes beside the scenarios (a
-    data-scaling point: the mined training repositories, ``benchmarks/mined_scaling.py``). Its
-    adapters list them in their manifests, and no run scores them with those adapters."""
+    data-scaling point: the mined training repositories, ``mined-train`` in one word,
+    ``benchmarks/mined_scaling.py``). Its adapters list them in their manifests, and no run scores
+    them with those adapters. Here, in ``real_validation`` and in ``folds`` the words ``shipped``,
+    ``mined-train`` and ``mined-held-out`` stand for their trajectories (``core.sources.GROUPS``)."""
     real_validation: list[str] = field(default_factory=list)
     """Trajectories every fold's validation split holds beside the scenarios' and no train split
     takes: real decisions that ``select=decisions`` chooses checkpoints by (the mined training
@@ -84,12 +86,12 @@ class DataConfig(RunConfig):
     progress: bool = True
 
     def __post_init__(self) -> None:
-        self.check_folds("synthetic_plus", self.synthetic_plus)
-        self.check_folds("real_validation", self.real_validation)
+        self.synthetic_plus = self.named_folds("synthetic_plus", self.synthetic_plus)
+        self.real_validation = self.named_folds("real_validation", self.real_validation)
         if self.folds is None:
             names = self.sources().names()
             self.folds = [*(n for n in names if n not in self.real_validation), *TRAINING_FOLDS]
-        self.check_folds("folds", self.folds, TRAINING_FOLDS)
+        self.folds = self.named_folds("folds", self.folds, TRAINING_FOLDS)
         if both := sorted(set(self.folds) & set(self.real_validation)):
             raise ValueError(f"folds: {both} are in real_validation: every fold validates on them")
         if both := sorted(set(self.synthetic_plus) & set(self.real_validation)):

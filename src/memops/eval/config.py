@@ -58,7 +58,8 @@ class LooConfig(TrainingRun):
     """Run name: records and report go to ``<runs_dir>/<run>/``; rerunning it resumes."""
     folds: list[str] | None = None
     """Unset: every trajectory the annotations hold but those of ``synthetic_plus`` and
-    ``real_validation``."""
+    ``real_validation``. Here and in those two lists the words ``shipped``, ``mined-train`` and
+    ``mined-held-out`` stand for their trajectories (``core.sources.GROUPS``)."""
     backend: BackendConfig = field(default_factory=BackendConfig)
     adapters: str | None = None
     """A root holding ``<fold>/{extract,compare,update}``; unset: ``<adapters_dir>/<model>``,
@@ -209,10 +210,12 @@ class LooConfig(TrainingRun):
         for mode in set(STAGED_MODES) & set(self.extract_modes or []):
             if not self.extract_stages:
                 raise ValueError(f"extract_modes: {mode} needs extract_stages=true (its adapter)")
+        self.synthetic_plus = self.named_folds("synthetic_plus", self.synthetic_plus)
+        self.real_validation = self.named_folds("real_validation", self.real_validation)
         synthetic = self.synthetic_fold()
         if self.folds is None:
             self.folds = [n for n in self.sources().names() if not synthetic.saw(n)]
-        self.check_folds("folds", self.folds)
+        self.folds = self.named_folds("folds", self.folds)
         known_names("own_adapters", self.own_adapters, adapters(self.extract_stages))
         if self.own_adapters and not self.adapters_fold:
             raise ValueError(
@@ -228,8 +231,6 @@ class LooConfig(TrainingRun):
                 "no trajectory; set adapters_fold=null to train each fold's own, or name the "
                 "adapters each fold trains in own_adapters"
             )
-        self.check_folds("synthetic_plus", self.synthetic_plus)
-        self.check_folds("real_validation", self.real_validation)
         if validated := sorted(set(self.folds) & set(self.real_validation)):
             raise ValueError(
                 f"folds: {validated} are in real_validation: every fold's checkpoints were chosen "
