@@ -26,7 +26,7 @@ from memops.schemas import SCHEMAS
 COMMANDS: dict[str, str] = {
     "data": "memops build-data",
     "train": "memops train, accelerate launch train.py",
-    "loo": "memops loo (and every LOO run config: tiny-demo, smollm2-cpu, smollm2-demo)",
+    "loo": "memops loo (and every LOO run config: tiny-demo, smollm2-cpu, smollm2-demo, smollm2-decisions)",
     "replay": "memops replay",
     "report": "memops report",
     "submit": "memops submit, memops preflight",

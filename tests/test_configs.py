@@ -11,6 +11,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from memops.core.config import CONFIGS, compose_config
+from memops.core.sources import MINED, SHIPPED
 from memops.operators.registry import ADAPTERS, adapters
 from tests.slurm.test_submit import dry_run
 
@@ -79,6 +80,19 @@ def test_the_command_line_wins_over_the_recipe_and_the_recipe_over_the_registry(
     assert cfg.op.epochs == ADAPTERS["compare"].training.epochs  # registry
     assert cfg.max_steps == 440  # the recipe's budget for compare
     assert compose_config("train", ["op=compare", "recipe=smollm2-cpu", "max_steps=7"]).max_steps == 7
+
+
+def test_the_decisions_recipe_trains_on_the_mined_training_side_and_scores_every_other_trajectory() -> None:
+    """``smollm2-decisions``: the synthetic fold's adapters with the mined training repositories,
+    scored on every trajectory they never saw (the shipped five and the mined held-out side),
+    with its own data build and the compare budget its twins need."""
+    cfg = compose_config("smollm2-decisions", [])
+    split = json.loads((MINED / "split.json").read_text())
+    assert cfg.synthetic_plus == split["train"] and cfg.adapters_fold == "synthetic"
+    assert cfg.folds == [*SHIPPED, *split["heldout"]]
+    assert (cfg.value_twins, cfg.real_twins, cfg.near_twins, cfg.decisions) == (True, True, True, "judged")
+    assert (cfg.steps["compare"], cfg.steps["update"]) == (1000, 120)
+    assert cfg.datasets_dir != compose_config("smollm2-cpu", []).datasets_dir
 
 
 def test_the_recipes_layers_are_per_adapter_and_the_command_line_sets_them_for_all() -> None:
