@@ -461,7 +461,7 @@ def test_sigterm_to_a_loo_run_stops_the_server_it_started(
     cmd += ["backend.serve.max_model_len=4096"]
     run = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     started = None
-    for line in run.stdout:  # the launcher prints the server's pid once /v1/models lists our adapters
+    for line in run.stdout:  # the launcher prints the server's pid as it starts it, before it is ready
         if started := re.search(r"started \(pid (\d+)\)", line):
             break
     assert started, "the run ended before its server was ready"

@@ -181,8 +181,10 @@ class VLLMServer:
         """Seconds from start to ready: the startup time a run pays."""
 
     def __enter__(self) -> VLLMServer:
-        self.start()
+        # A SIGTERM is SystemExit here (cli.loo): one that lands as start() returns must stop the
+        # server it started too, so start() is inside the guard.
         try:
+            self.start()
             self.wait_ready()
         except BaseException:
             self.stop()
