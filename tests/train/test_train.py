@@ -303,6 +303,7 @@ def losses(adapter: Path) -> list[tuple[int, float]]:
 
 PINNED_LOSSES = {
     "687a9060": [(1, 0.3261), (2, 0.2838), (3, 0.2421), (4, 0.2372)],
+    "67d8ba2e": [(1, 0.3214), (2, 0.2831), (3, 0.2392), (4, 0.2352)],
 }
 """The tiny recipe's first four logged losses (compare, patch-guardrails fold, constant learning
 rate), keyed by the sha256 of the 4-bit tiny base they ran on. A change to the data, the prompts,
@@ -312,8 +313,9 @@ kernels round differently over 200 pretraining steps), and the curves differ by 
 So a curve is pinned per base. The extract texts of the base's corpus change every base (last:
 claim sentences that go on past their value). 687a9060 was built on Intel Xeons (models 207 and
 167); its curve was last measured on the model 167 (AMX) once the compare data gained its contract
-cases. The AMD EPYC base (67d8ba2e) and an AVX2-only machine's base need their curves measured
-again on their own machines."""
+cases. 67d8ba2e was built on an AMD EPYC (family 25 model 17, Zen 4, AVX-512-BF16) and its curve
+measured there, the same on one core and on two. An AVX2-only machine's base needs its curve
+measured again on its own machine."""
 
 
 def test_the_tiny_recipe_reproduces_its_pinned_loss_curve(trained: Path, tiny_model: Path) -> None:
