@@ -23,7 +23,7 @@ from memops.core.extras import installed
 from memops.core.layout import ADAPTERS, DATASETS, RUNS
 from memops.core.models import TRAINS, ModelConfig
 from memops.core.names import known_names
-from memops.core.sources import GROUPS, SourcesConfig, trajectory_names
+from memops.core.sources import GROUPS, SourcesConfig, group, trajectory_names
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 AUTO = "auto"
@@ -44,16 +44,17 @@ class RunConfig(SourcesConfig):
 
     def named_folds(self, field_name: str, folds: list[str], extra: tuple[str, ...] = ()) -> list[str]:
         """A list of trajectories as a config gives it, its group words (``sources.GROUPS``)
-        replaced by their trajectories, each checked by ``check_folds``."""
-        held = set(self.sources().names())
+        replaced by their trajectories, each checked as ``check_folds`` checks a name (the sources
+        read once)."""
+        held = self.sources().names()
         for word in dict.fromkeys(f for f in folds if f in GROUPS):
-            if missing := [n for n in trajectory_names([word]) if n not in held]:
+            if missing := [n for n in group(word) if n not in held]:
                 raise ValueError(
                     f"{field_name}: {word} stands for {len(missing)} trajectories the sources do not hold "
                     f"(e.g. {missing[0]}): add their folder to annotations and exports"
                 )
         named = trajectory_names(folds)
-        self.check_folds(field_name, named, extra)
+        known_names(field_name, named, [*held, *extra])
         return named
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 
 from memops.core.layout import EXPORTED
@@ -38,9 +38,20 @@ SHIPPED = ("permissions-flow", "exec-app-server", "browser-surface", "model-rout
 MINED_SPLIT = MINED / "split.json"
 """The mined benchmark's split by family, fixed once (``benchmarks/mine_benchmark.py``):
 ``train`` and ``heldout`` trajectory names."""
-GROUPS = {SHIPPED_FOLDER: "the five shipped", "mined-train": "train", "mined-held-out": "heldout"}
-"""Words a list of trajectories may hold for a group of them: the shipped five, and each side
-of the mined benchmark's split (its key in ``MINED_SPLIT``)."""
+MINED_SIDES = {"mined-train": "train", "mined-held-out": "heldout"}
+"""The word a list of trajectories names each side of the mined benchmark's split by: its key
+in ``MINED_SPLIT``."""
+GROUPS = (SHIPPED_FOLDER, *MINED_SIDES)
+"""Words a list of trajectories may hold for a group of them: the shipped five and each side of
+the mined benchmark's split."""
+
+
+@cache
+def group(word: str) -> tuple[str, ...]:
+    """The trajectories a word of ``GROUPS`` stands for; the split is read once."""
+    if word == SHIPPED_FOLDER:
+        return SHIPPED
+    return tuple(json.loads(MINED_SPLIT.read_text())[MINED_SIDES[word]])
 
 
 def trajectory_names(names: Iterable[str]) -> list[str]:
@@ -48,13 +59,7 @@ def trajectory_names(names: Iterable[str]) -> list[str]:
     order, each name once: the one place a config's group of trajectories is read."""
     out: list[str] = []
     for name in names:
-        if name == SHIPPED_FOLDER:
-            members: Sequence[str] = SHIPPED
-        elif name in GROUPS:
-            members = json.loads(MINED_SPLIT.read_text())[GROUPS[name]]
-        else:
-            members = [name]
-        out += [m for m in members if m not in out]
+        out += [m for m in (group(name) if name in GROUPS else (name,)) if m not in out]
     return out
 
 

@@ -462,11 +462,10 @@ def value_twins(
         at_slot = [c.value for c in claims if (c.entity, c.slot) == (first.entity, first.slot)]
         return [v for v in at_slot if norm(v) != first.norm_value] or [c.value for c in claims]
 
-    twins = [
-        (n, value_twin(case, values(case.arguments[0]), rng, near_misses)) for n, case in enumerate(cases)
-    ]
+    pools = [values(case.arguments[0]) for case in cases]
+    twins = [(n, value_twin(case, pools[n], rng, near_misses)) for n, case in enumerate(cases)]
     if near:
-        twins += [(n, near_twin(case, values(case.arguments[0]), rng)) for n, case in enumerate(cases)]
+        twins += [(n, near_twin(case, pools[n], rng)) for n, case in enumerate(cases)]
     return [replace(twin, inputs={**twin.inputs, "twin_of": n}) for n, twin in twins if twin is not None]
 
 
