@@ -2,6 +2,7 @@
 
 python benchmarks/learning_curve.py adapter=outputs/adapters/smollm2-135m-instruct/synthetic/compare
 python benchmarks/learning_curve.py adapter=<dir> folds=[patch-guardrails] steps=[80,160]
+python benchmarks/learning_curve.py adapter=<compare dir> decisions=contract contract=true dtype=bfloat16
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from memops.core.sources import SHIPPED
+from memops.operators.contract import regions, suite
 from memops.train.card import lora_layers, record_heldout, write_card
 from tests.conftest import ROOT
 
@@ -385,6 +386,8 @@ def test_prepare_builds_missing_datasets_or_names_the_missing_export(
 def test_learning_curve_scores_the_base_and_every_checkpoint(
     trained: Path, small_datasets: Path, tmp_path: Path
 ) -> None:
+    """The base and every checkpoint on the held-out fold and on a validation sample of the
+    training fold, read within the contract, and on the contract suite's test part per region."""
     adapter = tmp_path / "compare"
     shutil.copytree(trained, adapter)
     script = [
@@ -394,7 +397,7 @@ def test_learning_curve_scores_the_base_and_every_checkpoint(
         "folds=[patch-guardrails]",
     ]
     proc = subprocess.run(
-        [*script, f"datasets_dir={small_datasets}", "validation=5"],
+        [*script, f"datasets_dir={small_datasets}", "validation=5", "decisions=contract", "contract=true"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -411,4 +414,8 @@ def test_learning_curve_scores_the_base_and_every_checkpoint(
     assert all(v["fold"] == "patch-guardrails" and v["n"] == 5 for v in own)
     assert all(sum(total for _, total in v["by_label"].values()) == 5 for v in own)
     assert "patch-guardrails validation" in proc.stdout
+    # contract=true: the suite's test part, every region, at every step
+    assert all(p["contract"]["n"] == len(suite("compare")) for p in curve)
+    assert all(set(p["contract"]["regions"]) == set(regions("compare")) for p in curve)
+    assert "contract suite" in proc.stdout
     assert (adapter / "learning_curve.png").stat().st_size > 1000

@@ -26,6 +26,9 @@ CONTRACT_RECORDS = "contract.jsonl"
 FOLD = "contract"
 VARIANTS = ("learned", "prompted", "symbolic")
 """What a run may score on the suite (``LooConfig.contract``)."""
+SUITE_BATCH = 32
+"""Cases read in one call. A read in bf16 moves in its last bits with the cases batched beside
+it, so whatever scores the suite (a run, ``eval.curve``) batches it alike."""
 
 
 def score_contract(
@@ -33,7 +36,7 @@ def score_contract(
     records: Records,
     part: str = "test",
     variants: Sequence[str] = VARIANTS,
-    batch: int = 32,
+    batch: int = SUITE_BATCH,
     progress: bool = True,
 ) -> None:
     """Score every case of the suite's ``part`` that ``records`` does not hold yet, as a fold's

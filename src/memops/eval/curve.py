@@ -1,5 +1,6 @@
 """Held-out score against training steps: every checkpoint of one compare or update adapter,
-scored on the pooled test examples of the held-out trajectories with the hf backend.
+scored on the pooled test examples of the held-out trajectories with the hf backend, and with
+``contract=true`` on the contract suite's test part, per region.
 
 Step 0 is the base model without an adapter (the prompted baseline). Exact match is the LOO
 harness's own score (``eval/harness.py``), with bootstrap CIs, and per gold label (which
@@ -10,13 +11,17 @@ decision's completion is mostly tokens any step predicts), and a high one beside
 score says the gap is from the training data to the real trajectories. The op and the model, as
 trained, come from the adapter's ``resolved_config.json``; the curve goes to
 ``learning_curve.json`` and ``learning_curve.png`` beside it.
+
+Read within the contract (``decisions=contract``), a compare adapter answers as
+``decisions=judged`` reads it: the rules decide what the keys, evidence and times decide, and the
+curve shows where the adapter starts to judge whether two values are one.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +31,19 @@ from memops.core.layout import DATASETS, dataset_dir
 from memops.core.models import ModelConfig
 from memops.core.names import known_names
 from memops.core.sources import SourcesConfig
+from memops.eval.contract import FOLD, SUITE_BATCH
 from memops.eval.harness import decision_records, load_test
 from memops.eval.metrics import bootstrap_ci
+from memops.operators.contract import suite
+from memops.operators.learned import LearnedOperators
 from memops.operators.registry import DECISIONS, OPERATORS
 from memops.train.tracking import log_scalars
 
 CURVE = "learning_curve.json"
 TARGET = 0.9
+READINGS = ("decode", "read", "contract")
+"""The readings a curve may take: ``calibrated`` needs the offsets of the final adapter, and
+``judged`` is ``contract`` for compare and reads update's judgment from the compare adapter."""
 
 
 @dataclass
@@ -50,8 +61,16 @@ class CurveConfig(SourcesConfig):
     (from ``datasets_dir``); 0: the held-out trajectories only."""
     seed: int = 0
     """Draws the validation sample."""
+    decisions: str = "decode"
+    """How each decision is answered (``LearnedOperators.decisions``): decode, read or contract."""
+    contract: bool = False
+    """Also score the contract suite's test part (``operators.contract.suite``), per region."""
+    dtype: str | None = None
+    """What the base computes in while scoring (e.g. ``bfloat16``); unset: the model's own."""
 
     def __post_init__(self) -> None:
+        if self.decisions not in READINGS:
+            raise ValueError(f"decisions={self.decisions}: a curve reads {', '.join(READINGS)}")
         if self.folds is None:
             self.folds = self.sources().names()
         known_names("folds", self.folds, self.sources().names())
@@ -91,23 +110,39 @@ def validation_sample(datasets_dir: Path, fold: str, op: str, n: int, seed: int)
     return [rows[i] for i in keep]
 
 
-def score_step(op: str, model: ModelConfig, path: Path | None, tests: dict[str, list]) -> dict[str, Any]:
-    """One point: exact match over the pooled tests with its CI, and right/total per gold label."""
+def step_ops(op: str, model: ModelConfig, path: Path | None, decisions: str) -> LearnedOperators:
+    """The operators of one step: its checkpoint on the base (none at step 0), read as asked."""
     from memops.operators.backends.hf import HFBackend
-    from memops.operators.learned import LearnedOperators
 
     backend = HFBackend.load(model, {op: path} if path else {})
-    ops = LearnedOperators(backend, adapters=path is not None)
+    return LearnedOperators(backend, adapters=path is not None, decisions=decisions)
+
+
+def score_step(op: str, ops: LearnedOperators, tests: dict[str, list]) -> dict[str, Any]:
+    """One point: exact match over the pooled tests with its CI, and right/total per gold label."""
     records = [r for f, ex in tests.items() for r in decision_records(f, op, "learned", ex, ops)]
     by_label: dict[str, list[int]] = {}
     for r in records:
         right_n = by_label.setdefault(OPERATORS[op].output(**r["gold"]).label, [0, 0])
         right_n[0] += int(r["score"])
         right_n[1] += 1
+    return {**bootstrap_ci([r["score"] for r in records]), "by_label": dict(sorted(by_label.items()))}
+
+
+def score_suite(op: str, ops: LearnedOperators) -> dict[str, Any]:
+    """The contract suite's test part: exact match with its CI, and the mean per region."""
+    cases = suite(op)
+    records = [
+        r
+        for start in range(0, len(cases), SUITE_BATCH)
+        for r in decision_records(FOLD, op, "learned", cases[start : start + SUITE_BATCH], ops)
+    ]
+    regions: dict[str, list[float]] = {}
+    for r, case in zip(records, cases, strict=True):
+        regions.setdefault(case["region"], []).append(r["score"])
     return {
-        "adapter": str(path) if path else None,
         **bootstrap_ci([r["score"] for r in records]),
-        "by_label": dict(sorted(by_label.items())),
+        "regions": {name: sum(s) / len(s) for name, s in regions.items()},
     }
 
 
@@ -115,6 +150,8 @@ def learning_curve(cfg: CurveConfig) -> list[dict[str, Any]]:
     """Score the chosen steps, merge them into the curve on disk, write its JSON and figure."""
     adapter = Path(cfg.adapter)
     op, trained_on, model = trained_as(adapter)
+    if cfg.dtype:
+        model = replace(model, compute_dtype=cfg.dtype)
     tests = {fold: load_test(Path(cfg.datasets_dir), fold, op) for fold in cfg.folds}
     own = {}
     if cfg.validation:
@@ -124,11 +161,15 @@ def learning_curve(cfg: CurveConfig) -> list[dict[str, Any]]:
     for step, path in checkpoints(adapter).items():
         if cfg.steps and step not in cfg.steps:
             continue
-        point = {"step": step, **score_step(op, model, path, tests)}
+        ops = step_ops(op, model, path, cfg.decisions)
+        point = {"step": step, "adapter": str(path) if path else None, **score_step(op, ops, tests)}
         show(step, f"{op} exact match", point)
         if own:
-            point["validation"] = {"fold": trained_on, **score_step(op, model, path, own)}
+            point["validation"] = {"fold": trained_on, **score_step(op, ops, own)}
             show(step, f"{trained_on} validation", point["validation"])
+        if cfg.contract:
+            point["contract"] = score_suite(op, ops)
+            show_suite(step, point["contract"])
         curve.append(point)
     out = adapter / CURVE
     if cfg.steps and out.exists():  # a partial rescore replaces its steps in the curve on disk
@@ -139,8 +180,9 @@ def learning_curve(cfg: CurveConfig) -> list[dict[str, Any]]:
     # Beside the Trainer's own events (checkpoints/runs/), so TensorBoard shows loss and score together.
     scores = {p["step"]: {f"heldout/{op}": p["mean"]} for p in curve}
     for p in curve:
-        if "validation" in p:
-            scores[p["step"]][f"validation/{op}"] = p["validation"]["mean"]
+        for part in ("validation", "contract"):
+            if part in p:
+                scores[p["step"]][f"{part}/{op}"] = p[part]["mean"]
     log_scalars(adapter / "checkpoints" / "runs" / "learning-curve", scores)
     return curve
 
@@ -149,6 +191,12 @@ def show(step: int, what: str, point: dict[str, Any]) -> None:
     lo, hi = point["ci"]
     print(f"step {step:>5}: {what} {point['mean']:.3f} [{lo:.3f}, {hi:.3f}] (n={point['n']})")
     print("             " + ", ".join(f"{k} {right}/{n}" for k, (right, n) in point["by_label"].items()))
+
+
+def show_suite(step: int, point: dict[str, Any]) -> None:
+    lo, hi = point["ci"]
+    print(f"step {step:>5}: contract suite {point['mean']:.3f} [{lo:.3f}, {hi:.3f}] (n={point['n']})")
+    print("             " + ", ".join(f"{k} {v:.2f}" for k, v in point["regions"].items()))
 
 
 def plot(curve: list[dict], op: str, out: Path) -> None:
@@ -165,6 +213,10 @@ def plot(curve: list[dict], op: str, out: Path) -> None:
     if own:
         label = f"{own[0]['validation']['fold']} validation"
         ax.plot([p["step"] for p in own], [p["validation"]["mean"] for p in own], marker="s", label=label)
+    suite_points = [p for p in curve if "contract" in p]
+    if suite_points:
+        suite_scores = [p["contract"]["mean"] for p in suite_points]
+        ax.plot([p["step"] for p in suite_points], suite_scores, marker="^", label="contract suite")
     ax.axhline(TARGET, color="grey", linestyle="--", linewidth=1, label=f"target {TARGET:.2f}")
     ax.set(xlabel="training step", ylabel=f"{op} exact match", ylim=(0, 1.02))
     ax.set_title(f"{op}: exact match, held-out trajectories pooled (95% CI)", fontsize=9)
