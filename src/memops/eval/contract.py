@@ -15,7 +15,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from memops.eval.harness import decision_records, variant_ops
+from memops.eval.harness import BATCH, decision_records, variant_ops
 from memops.eval.metrics import bootstrap_ci
 from memops.eval.scored import Record, Records, read_records
 from memops.operators.contract import regions, suite
@@ -26,9 +26,6 @@ CONTRACT_RECORDS = "contract.jsonl"
 FOLD = "contract"
 VARIANTS = ("learned", "prompted", "symbolic")
 """What a run may score on the suite (``LooConfig.contract``)."""
-SUITE_BATCH = 32
-"""Cases read in one call. A read in bf16 moves in its last bits with the cases batched beside
-it, so whatever scores the suite (a run, ``eval.curve``) batches it alike."""
 
 
 def score_contract(
@@ -36,7 +33,7 @@ def score_contract(
     records: Records,
     part: str = "test",
     variants: Sequence[str] = VARIANTS,
-    batch: int = SUITE_BATCH,
+    batch: int = BATCH,
     progress: bool = True,
 ) -> None:
     """Score every case of the suite's ``part`` that ``records`` does not hold yet, as a fold's

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -31,8 +32,8 @@ from memops.core.layout import DATASETS, dataset_dir
 from memops.core.models import ModelConfig
 from memops.core.names import known_names
 from memops.core.sources import SourcesConfig
-from memops.eval.contract import FOLD, SUITE_BATCH
-from memops.eval.harness import decision_records, load_test
+from memops.eval.contract import FOLD
+from memops.eval.harness import BATCH, decision_records, load_test
 from memops.eval.metrics import bootstrap_ci
 from memops.operators.contract import suite
 from memops.operators.learned import LearnedOperators
@@ -118,9 +119,19 @@ def step_ops(op: str, model: ModelConfig, path: Path | None, decisions: str) -> 
     return LearnedOperators(backend, adapters=path is not None, decisions=decisions)
 
 
+def batched(fold: str, op: str, examples: Sequence[dict[str, Any]], ops: LearnedOperators) -> list[dict]:
+    """The examples' records, read in a run's batches (``harness.BATCH``), so a point gives the
+    figures a run gives."""
+    return [
+        r
+        for start in range(0, len(examples), BATCH)
+        for r in decision_records(fold, op, "learned", examples[start : start + BATCH], ops)
+    ]
+
+
 def score_step(op: str, ops: LearnedOperators, tests: dict[str, list]) -> dict[str, Any]:
     """One point: exact match over the pooled tests with its CI, and right/total per gold label."""
-    records = [r for f, ex in tests.items() for r in decision_records(f, op, "learned", ex, ops)]
+    records = [r for fold, examples in tests.items() for r in batched(fold, op, examples, ops)]
     by_label: dict[str, list[int]] = {}
     for r in records:
         right_n = by_label.setdefault(OPERATORS[op].output(**r["gold"]).label, [0, 0])
@@ -132,11 +143,7 @@ def score_step(op: str, ops: LearnedOperators, tests: dict[str, list]) -> dict[s
 def score_suite(op: str, ops: LearnedOperators) -> dict[str, Any]:
     """The contract suite's test part: exact match with its CI, and the mean per region."""
     cases = suite(op)
-    records = [
-        r
-        for start in range(0, len(cases), SUITE_BATCH)
-        for r in decision_records(FOLD, op, "learned", cases[start : start + SUITE_BATCH], ops)
-    ]
+    records = batched(FOLD, op, cases, ops)
     regions: dict[str, list[float]] = {}
     for r, case in zip(records, cases, strict=True):
         regions.setdefault(case["region"], []).append(r["score"])

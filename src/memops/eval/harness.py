@@ -35,6 +35,10 @@ from memops.operators.learned import Extraction, LearnedOperators, Outcome, mode
 from memops.operators.registry import DECISIONS, EXTRACT, OPERATORS, OPS
 from memops.operators.symbolic import prompt_key
 
+BATCH = 32
+"""Samples per operator call. A read in bf16 moves in its last bits with the samples batched
+beside it, so whatever scores a fold or the contract suite (a run, ``eval.curve``) batches alike."""
+
 
 def load_test(datasets_dir: Path, fold: str, op: str) -> list[dict[str, Any]]:
     path = test_file(datasets_dir, fold, op)
@@ -228,7 +232,7 @@ def score_fold(
     ops: LearnedOperators,
     records: Records,
     modes: Sequence[str],
-    batch: int = 32,
+    batch: int = BATCH,
     progress: bool = True,
     missing: Collection[str] = (),
     prompted: bool = True,
