@@ -94,3 +94,20 @@ def test_a_finished_adapter_on_data_rebuilt_since_is_refused(
     assert f"{where} now gives" in str(refused.value)
     # Another validation sample decides only the logged loss: not a reason to train again.
     assert steps(compose_config("tiny-demo", [*settings, "max_eval_samples=1"])).untrained == []
+
+
+def test_a_judged_run_trains_and_serves_no_update_adapter(tmp_path: Path) -> None:
+    """``decisions=judged`` asks update's judgment of values of the compare adapter, so its plan
+    trains compare alone; a reading that asks the update adapter trains both."""
+    run = [
+        f"folds=[{FOLD}]",
+        f"adapters_dir={tmp_path / 'adapters'}",
+        f"datasets_dir={tmp_path / 'datasets'}",
+        "extract_stages=false",
+        "extract_modes=[]",
+    ]
+    judged = compose_config("loo", [*run, "decisions=judged"])
+    assert judged.served_adapters() == ("compare",)
+    assert [op for _, op in steps(judged).untrained] == ["compare"]
+    read = compose_config("loo", [*run, "decisions=read"])
+    assert [op for _, op in steps(read).untrained] == ["compare", "update"]

@@ -14,10 +14,18 @@ from memops.core.names import known_names, safe_path
 from memops.data.config import DataConfig, data_config
 from memops.eval.calibration import CALIBRATION_NOTES
 from memops.eval.contract import VARIANTS as CONTRACT_VARIANTS
+from memops.eval.harness import BATCH
 from memops.operators.backends.factory import BackendConfig
 from memops.operators.engine import MODES
-from memops.operators.learned import DECODINGS, EXTRACT_MODES, OPT_IN_MODES, STAGED_MODES, mode_adapter
-from memops.operators.registry import DECISIONS, adapters
+from memops.operators.learned import (
+    DECODINGS,
+    EXTRACT_MODES,
+    OPT_IN_MODES,
+    STAGED_MODES,
+    decision_adapters,
+    mode_adapter,
+)
+from memops.operators.registry import adapters
 from memops.train.config import TrainingRun
 
 
@@ -140,7 +148,7 @@ class LooConfig(TrainingRun):
     trains none and waits up to this long for each. ``hf`` scores meanwhile what the finished
     adapters serve and loads each other one once it is finished; ``vllm`` waits for them all,
     since its server loads its adapters when it starts."""
-    batch: int = 32
+    batch: int = BATCH
     """Samples per operator call; records are flushed after each batch."""
     progress: bool = True
     dry_run: bool = False
@@ -171,9 +179,9 @@ class LooConfig(TrainingRun):
         )
 
     def served_adapters(self) -> tuple[str, ...]:
-        """The adapters the run trains and serves: the decisions' and those its learned
-        extraction modes run on."""
-        used = {*DECISIONS, *(mode_adapter(m) for m in self.learned_modes())}
+        """The adapters the run trains and serves: those its reading of the decisions asks
+        (``decision_adapters``) and those its learned extraction modes run on."""
+        used = {*decision_adapters(self.decisions), *(mode_adapter(m) for m in self.learned_modes())}
         return tuple(a for a in adapters(self.extract_stages) if a in used)
 
     def trained_on(self, fold: str, adapter: str) -> str:

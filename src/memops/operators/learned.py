@@ -25,7 +25,7 @@ from memops.memory.state import Entry, Item, Same, rule
 from memops.operators.backends import BASE, Backend, Completion, Messages, Odds, Probe, Request
 from memops.operators.offsets import Offsets
 from memops.operators.prompts import fill_messages, note_block, select_messages, selection_answers
-from memops.operators.registry import COMPARE, EXTRACT, STAGES_ADAPTER, UPDATE, Operator
+from memops.operators.registry import COMPARE, DECISIONS, EXTRACT, STAGES_ADAPTER, UPDATE, Operator
 from memops.operators.schemas import (
     MAX_PAIRS,
     Selection,
@@ -40,6 +40,14 @@ from memops.operators.schemas import (
 
 Decoding = Literal["decode", "read", "calibrated", "contract", "judged"]
 DECODINGS: tuple[Decoding, ...] = get_args(Decoding)
+
+
+def decision_adapters(decisions: str) -> tuple[str, ...]:
+    """The decision adapters a reading asks: ``judged`` asks update's judgment of values of the
+    compare adapter (``LearnedOperators.judged_updates``), so its runs neither train nor serve an
+    update adapter."""
+    return (COMPARE.name,) if decisions == "judged" else DECISIONS
+
 
 ExtractMode = Literal[
     "direct",
