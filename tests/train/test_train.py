@@ -417,5 +417,8 @@ def test_learning_curve_scores_the_base_and_every_checkpoint(
     # contract=true: the suite's test part, every region, at every step
     assert all(p["contract"]["n"] == len(suite("compare")) for p in curve)
     assert all(set(p["contract"]["regions"]) == set(regions("compare")) for p in curve)
+    # decisions=contract: where the keys differ the rules leave one answer open, at every step
+    keys_decide = ("unrelated", "other scope")
+    assert all(p["contract"]["regions"][r]["mean"] == 1.0 for p in curve for r in keys_decide)
     assert "contract suite" in proc.stdout
     assert (adapter / "learning_curve.png").stat().st_size > 1000

@@ -32,7 +32,7 @@ from memops.core.layout import DATASETS, dataset_dir
 from memops.core.models import ModelConfig
 from memops.core.names import known_names
 from memops.core.sources import SourcesConfig
-from memops.eval.contract import FOLD
+from memops.eval.contract import FOLD, summarize_contract
 from memops.eval.harness import BATCH, decision_records, load_test
 from memops.eval.metrics import bootstrap_ci
 from memops.operators.contract import suite
@@ -141,16 +141,13 @@ def score_step(op: str, ops: LearnedOperators, tests: dict[str, list]) -> dict[s
 
 
 def score_suite(op: str, ops: LearnedOperators) -> dict[str, Any]:
-    """The contract suite's test part: exact match with its CI, and the mean per region."""
+    """The contract suite's test part as a run summarizes it (``summarize_contract``): exact match
+    with its CI, each region's, and the answers' label mix."""
     cases = suite(op)
     records = batched(FOLD, op, cases, ops)
-    regions: dict[str, list[float]] = {}
-    for r, case in zip(records, cases, strict=True):
-        regions.setdefault(case["region"], []).append(r["score"])
-    return {
-        **bootstrap_ci([r["score"] for r in records]),
-        "regions": {name: sum(s) / len(s) for name, s in regions.items()},
-    }
+    scored = [{**r, "region": case["region"]} for r, case in zip(records, cases, strict=True)]
+    summary = summarize_contract(scored)[op]["learned"]
+    return {**summary["all"], "regions": summary["regions"], "answers": summary["answers"]}
 
 
 def learning_curve(cfg: CurveConfig) -> list[dict[str, Any]]:
@@ -203,7 +200,7 @@ def show(step: int, what: str, point: dict[str, Any]) -> None:
 def show_suite(step: int, point: dict[str, Any]) -> None:
     lo, hi = point["ci"]
     print(f"step {step:>5}: contract suite {point['mean']:.3f} [{lo:.3f}, {hi:.3f}] (n={point['n']})")
-    print("             " + ", ".join(f"{k} {v:.2f}" for k, v in point["regions"].items()))
+    print("             " + ", ".join(f"{k} {v['mean']:.2f}" for k, v in point["regions"].items()))
 
 
 def plot(curve: list[dict], op: str, out: Path) -> None:
