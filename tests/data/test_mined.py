@@ -151,6 +151,7 @@ def test_a_mined_trajectory_joins_the_codex_ones_in_one_build(tmp_path: Path) ->
 
 def test_a_list_of_trajectories_names_the_splits_sides_by_one_word() -> None:
     from memops.eval.config import LooConfig
+    from memops.eval.curve import CurveConfig
 
     both = {"annotations": ["shipped", "mined"], "exports": ["shipped", "mined"]}
     cfg = LooConfig(**both, synthetic_plus=["mined-train"], folds=["shipped", "mined-held-out"])
@@ -161,3 +162,5 @@ def test_a_list_of_trajectories_names_the_splits_sides_by_one_word() -> None:
     held_out = f"folds: mined-held-out stands for {len(SPLIT['heldout'])} trajectories the sources do not"
     with pytest.raises(ValueError, match=held_out):
         LooConfig(folds=["mined-held-out"])
+    # A learning curve reads the same words.
+    assert CurveConfig(**both, adapter="a", folds=["shipped", "mined-held-out"]).folds == cfg.folds

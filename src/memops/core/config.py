@@ -22,8 +22,7 @@ from typing import Any
 from memops.core.extras import installed
 from memops.core.layout import ADAPTERS, DATASETS, RUNS
 from memops.core.models import TRAINS, ModelConfig
-from memops.core.names import known_names
-from memops.core.sources import GROUPS, SourcesConfig, group, trajectory_names
+from memops.core.sources import SourcesConfig
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 AUTO = "auto"
@@ -37,25 +36,6 @@ class RunConfig(SourcesConfig):
     """LOO runs: records, summary and report of run ``<run>`` go to ``<runs_dir>/<run>/``."""
     seed: int = field(default=0, metadata=TRAINS)
     model: ModelConfig = field(default_factory=ModelConfig)
-
-    def check_folds(self, field_name: str, folds: list[str], extra: tuple[str, ...] = ()) -> None:
-        """Every fold named is a trajectory the sources hold (or one of ``extra``)."""
-        known_names(field_name, folds, [*self.sources().names(), *extra])
-
-    def named_folds(self, field_name: str, folds: list[str], extra: tuple[str, ...] = ()) -> list[str]:
-        """A list of trajectories as a config gives it, its group words (``sources.GROUPS``)
-        replaced by their trajectories, each checked as ``check_folds`` checks a name (the sources
-        read once)."""
-        held = self.sources().names()
-        for word in dict.fromkeys(f for f in folds if f in GROUPS):
-            if missing := [n for n in group(word) if n not in held]:
-                raise ValueError(
-                    f"{field_name}: {word} stands for {len(missing)} trajectories the sources do not hold "
-                    f"(e.g. {missing[0]}): add their folder to annotations and exports"
-                )
-        named = trajectory_names(folds)
-        known_names(field_name, named, [*held, *extra])
-        return named
 
 
 def shared(cfg: Any, base: type) -> dict[str, Any]:

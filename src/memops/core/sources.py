@@ -18,6 +18,7 @@ from functools import cache, cached_property
 from pathlib import Path
 
 from memops.core.layout import EXPORTED
+from memops.core.names import known_names
 
 TRAJECTORIES = Path(__file__).resolve().parents[1] / "data" / "trajectories"
 """The shipped trajectories, package data: each ``<name>.yaml`` annotation beside its
@@ -116,3 +117,22 @@ class SourcesConfig:
 
     def sources(self) -> Sources:
         return Sources.of(self.annotations, self.exports)
+
+    def check_folds(self, field_name: str, folds: list[str], extra: tuple[str, ...] = ()) -> None:
+        """Every fold named is a trajectory the sources hold (or one of ``extra``)."""
+        known_names(field_name, folds, [*self.sources().names(), *extra])
+
+    def named_folds(self, field_name: str, folds: list[str], extra: tuple[str, ...] = ()) -> list[str]:
+        """A list of trajectories as a config gives it, its group words (``sources.GROUPS``)
+        replaced by their trajectories, each checked as ``check_folds`` checks a name (the sources
+        read once)."""
+        held = self.sources().names()
+        for word in dict.fromkeys(f for f in folds if f in GROUPS):
+            if missing := [n for n in group(word) if n not in held]:
+                raise ValueError(
+                    f"{field_name}: {word} stands for {len(missing)} trajectories the sources do not hold "
+                    f"(e.g. {missing[0]}): add their folder to annotations and exports"
+                )
+        named = trajectory_names(folds)
+        known_names(field_name, named, [*held, *extra])
+        return named

@@ -30,7 +30,6 @@ from omegaconf import MISSING, OmegaConf
 
 from memops.core.layout import DATASETS, dataset_dir
 from memops.core.models import ModelConfig
-from memops.core.names import known_names
 from memops.core.sources import SourcesConfig
 from memops.eval.contract import FOLD, summarize_contract
 from memops.eval.harness import BATCH, decision_records, load_test
@@ -53,7 +52,8 @@ class CurveConfig(SourcesConfig):
     """An adapter directory train.py wrote; train it with ``save_total_limit=null`` to keep every
     checkpoint."""
     folds: list[str] | None = None
-    """The held-out trajectories pooled; unset: every one the annotations hold."""
+    """The held-out trajectories pooled (group words too: ``shipped``, ``mined-held-out``);
+    unset: every one the annotations hold."""
     steps: list[int] | None = None
     """Rescore only these steps (0: the base) and replace them in the curve on disk."""
     datasets_dir: str = DATASETS
@@ -74,7 +74,7 @@ class CurveConfig(SourcesConfig):
             raise ValueError(f"decisions={self.decisions}: a curve reads {', '.join(READINGS)}")
         if self.folds is None:
             self.folds = self.sources().names()
-        known_names("folds", self.folds, self.sources().names())
+        self.folds = self.named_folds("folds", self.folds)
 
 
 def checkpoints(adapter: Path) -> dict[int, Path | None]:
