@@ -10,8 +10,9 @@ import pytest
 
 from memops.operators.adapters import calibration, check_adapter, collapse_warning
 from memops.operators.backends import BackendError
+from memops.operators.contract import suite
 from memops.operators.registry import COMPARE
-from memops.train.validation import collapsed, dropped, read_sets
+from memops.train.validation import collapsed, dropped, labels, read_sets, summarize
 
 
 def test_a_mix_like_the_golds_is_not_collapsed() -> None:
@@ -46,6 +47,41 @@ def test_a_label_the_gold_holds_often_and_the_answers_never_give_is_dropped() ->
     assert collapse_warning("update", {"validation_decisions": {"collapsed": None, "dropped": []}}) is None
 
 
+def test_an_adapter_that_answers_one_order_but_judges_the_values_is_flagged_free_only() -> None:
+    """An adapter that puts ``conflicting/first`` first wherever two values differ and
+    ``equivalent/none`` first where they are one is collapsed read free (the order is the rules'
+    to give); read within the contract, where the claims' keys, evidence and times decide the rest,
+    its every answer is the gold's, and its warning says so."""
+    cases = suite("compare", "validation")
+    names = labels("compare")
+
+    def logprobs(label: str) -> list[float]:
+        top = "equivalent/none" if label == "equivalent/none" else "conflicting/first"
+        return [5.0 if n == top else 3.0 if n == label else 0.0 for n in names]
+
+    read = [logprobs(c["label"]) for c in cases]
+    gold = [c["label"] for c in cases]
+    check = summarize(
+        "compare", {"contract": read}, {"contract": gold}, {"contract": [c["arguments"] for c in cases]}
+    )
+    assert check["collapsed"] == "conflicting/first"
+    assert check["contract"]["within_contract_accuracy"] == 1.0
+    assert check["within_contract"] == {"collapsed": None, "dropped": []}
+    warning = collapse_warning("compare", {"validation_decisions": check})
+    assert warning is not None and warning.endswith(
+        "read within the contract (decisions=contract, judged) it is not"
+    )
+    # One that calls every pair at one key two values drops `equivalent/none` read either way.
+    always_two = [logprobs("conflicting/first") for _ in cases]
+    check = summarize(
+        "compare", {"contract": always_two}, {"contract": gold}, {"contract": [c["arguments"] for c in cases]}
+    )
+    assert check["within_contract"]["dropped"] == ["equivalent/none"]
+    assert "read within the contract it (almost) never answered 'equivalent/none'" in collapse_warning(
+        "compare", {"validation_decisions": check}
+    )
+
+
 def test_an_adapter_trained_to_collapse_is_flagged_in_its_manifest_card_and_on_load(
     smollm2_model: Path, small_datasets: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -78,6 +114,11 @@ def test_an_adapter_trained_to_collapse_is_flagged_in_its_manifest_card_and_on_l
     top, count = answers.most_common(1)[0]
     assert top == check["collapsed"] and count >= sum(answers.values()) / 2
     assert "**Collapsed**" in (adapter / "README.md").read_text()
+    # Read within the contract, each row on its own call's claims, the keys decide their regions
+    # whatever the adapter weighs most: as many `unrelated` and `different_scope` answers as gold.
+    within, suite_gold = check["contract"]["within_contract_answers"], check["contract"]["gold"]
+    assert all(within.get(k, 0) == suite_gold[k] > 0 for k in ("unrelated/none", "different_scope/none"))
+    assert set(check["within_contract"]) == {"collapsed", "dropped"}
     # The same reads fitted the offsets decisions=calibrated applies, one per allowed answer,
     # and scored them on the half of the rows each fit did not see.
     offsets = calibration("compare", adapter)
@@ -180,12 +221,14 @@ def test_select_decisions_needs_checkpoints_at_evaluated_steps() -> None:
 
 def test_checkpoints_rank_by_exact_match_then_by_how_near_the_misses_came() -> None:
     from memops.train.selection import rank
-    from memops.train.validation import gold_probability, labels, summarize
+    from memops.train.validation import gold_probability
 
     assert gold_probability([0.0, 0.0], 1) == pytest.approx(0.5)
     assert gold_probability([-1000.0, 0.0, -1000.0], 1) == pytest.approx(1.0)
     names = labels("update")
-    gold = names  # four rows, one per answer
+    gold = names  # four rows, one per answer, each a suite case's call
+    cases = {c["label"]: c["arguments"] for c in suite("update", "validation")}
+    arguments = [cases[g] for g in gold]
 
     def read(right: int, near: float) -> dict:
         """The first ``right`` rows answered right; the others give the gold ``near`` and the
@@ -195,7 +238,8 @@ def test_checkpoints_rank_by_exact_match_then_by_how_near_the_misses_came() -> N
             wrong = next(n for n in names if n != g)
             top = 5.0 if k < right else near
             rows.append([top if n == g else 1.0 if n == wrong else 0.0 for n in names])
-        return summarize("update", {"split": rows, "contract": rows}, {"split": gold, "contract": gold})
+        both = {"split": arguments, "contract": arguments}
+        return summarize("update", {"split": rows, "contract": rows}, {"split": gold, "contract": gold}, both)
 
     near, far = read(2, 0.9), read(2, -5.0)
     assert near["split"]["accuracy"] == far["split"]["accuracy"] == 0.5

@@ -43,22 +43,41 @@ def safetensors_problem(path: Path) -> str | None:
 
 def collapse_warning(name: str, manifest: dict[str, Any]) -> str | None:
     """One line for a run or a memory that loads an adapter flagged collapsed or with a label
-    dropped; None for any other."""
+    dropped, read free or within the contract (``decisions=contract`` and ``judged``, which read
+    only the adapter's judgment of values); what the other reading says ends the line. None for
+    an adapter neither reading flags."""
     check = manifest.get("validation_decisions") or {}
-    label, missing = check.get("collapsed"), check.get("dropped") or []
-    if not label and not missing:
+    free = _verdict(check.get("collapsed"), check.get("dropped"))
+    within = check.get("within_contract")  # absent from adapters trained before it was read
+    contract = within and _verdict(within["collapsed"], within["dropped"])
+    if free:
+        said, answers = free, check["contract"]["answers"]
+        if within is None:
+            then = ""
+        elif contract:
+            then = f"; read within the contract it {contract}"
+        else:
+            then = "; read within the contract (decisions=contract, judged) it is not"
+    elif contract:
+        said, answers = f"read within the contract {contract}", check["contract"]["within_contract_answers"]
+        then = "; read free it is not"
+    else:
         return None
     # Most given first, whatever order the read or its JSON (sorted keys) left the answers in.
-    answers = sorted(check["contract"]["answers"].items(), key=lambda kv: (-kv[1], kv[0]))
-    mix = ", ".join(f"{k} {v}" for k, v in answers)
-    if label:
-        did = f"answered {label!r} for most validation inputs, far more often than the gold"
-    else:
-        did = f"(almost) never answered {', '.join(map(repr, missing))}, which the gold holds often"
+    mix = ", ".join(f"{k} {v}" for k, v in sorted(answers.items(), key=lambda kv: (-kv[1], kv[0])))
     return (
-        f"warning: the {name} adapter {did} (contract suite's validation part: {mix}); "
-        "its decisions follow its own label mix, not the inputs"
+        f"warning: the {name} adapter {said} (contract suite's validation part: {mix}); "
+        f"its decisions follow its own label mix, not the inputs{then}"
     )
+
+
+def _verdict(label: str | None, missing: list[str] | None) -> str | None:
+    """What the guard saw, in words: the answer the adapter piles on, or the labels it dropped."""
+    if label:
+        return f"answered {label!r} for most validation inputs, far more often than the gold"
+    if missing:
+        return f"(almost) never answered {', '.join(map(repr, missing))}, which the gold holds often"
+    return None
 
 
 WARNED: set[tuple[str, Path]] = set()

@@ -65,8 +65,8 @@ def validation_lines(check: dict[str, Any] | None) -> list[str]:
         "",
         "## Validation answers",
         "",
-        "| set | n | exact match | calibrated | answers | gold |",
-        "| --- | ---: | ---: | ---: | --- | --- |",
+        "| set | n | exact match | calibrated | within the contract | answers | gold |",
+        "| --- | ---: | ---: | ---: | ---: | --- | --- |",
     ]
     for key, name in names.items():
         if key not in check:
@@ -75,7 +75,8 @@ def validation_lines(check: dict[str, Any] | None) -> list[str]:
         mix = ", ".join(f"{k} {v}" for k, v in c["answers"].items())
         gold = ", ".join(f"{k} {v}" for k, v in c["gold"].items())
         shifted = f"{c['calibrated_accuracy']:.2f}" if "calibrated_accuracy" in c else "-"
-        lines.append(f"| {name} | {c['n']} | {c['accuracy']:.2f} | {shifted} | {mix} | {gold} |")
+        within = f"{c['within_contract_accuracy']:.2f}" if "within_contract_accuracy" in c else "-"
+        lines.append(f"| {name} | {c['n']} | {c['accuracy']:.2f} | {shifted} | {within} | {mix} | {gold} |")
     lines.append("")
     if "offsets" in check:
         lines.append(
@@ -93,6 +94,16 @@ def validation_lines(check: dict[str, Any] | None) -> list[str]:
     if check.get("dropped"):
         names = ", ".join(f"`{k}`" for k in check["dropped"])
         lines.append(f"**Dropped**: it (almost) never answers {names}, which the gold holds often.")
+    if within := check.get("within_contract"):
+        if within["collapsed"] or within["dropped"]:
+            said = (
+                f"answers `{within['collapsed']}` far more often than the gold holds it"
+                if within["collapsed"]
+                else f"(almost) never answers {', '.join(f'`{k}`' for k in within['dropped'])}"
+            )
+            lines.append(f"**Read within the contract** (`decisions=contract`, `judged`) it {said}.")
+        else:
+            lines.append("Read within the contract (`decisions=contract`, `judged`): neither flag.")
     return lines
 
 

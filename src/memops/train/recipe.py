@@ -125,6 +125,10 @@ def balanced(dataset, seed: int, op: Operator | None = None):  # datasets.Datase
     return dataset.select(sorted([*drawn, *(t for i in drawn for t in twins.get(ids[i], []))]))
 
 
+TRAINED_COLUMNS = ("prompt", "completion")
+"""What the trainer reads of a row: the chat and the answer it learns."""
+
+
 def load_splits(cfg: TrainConfig):  # -> (train, validation, fingerprint, real validation rows)
     """The train split, the validation split's scenarios (at most ``max_eval_samples`` of them:
     the evaluation loss) and its rows of real trajectories (``real_validation``), which a decision
@@ -137,7 +141,9 @@ def load_splits(cfg: TrainConfig):  # -> (train, validation, fingerprint, real v
     # In memory, so the trainer's shuffles, selections and tokenizing maps never write cache
     # files into the published folder (which may be shared or read-only); the sets are small.
     dd = load_from_disk(str(path), keep_in_memory=True)
-    keep = ["prompt", "completion"]
+    keep = list(TRAINED_COLUMNS)
+    # A decision's validation answers are also read within the contract: its call's arguments.
+    read = [*keep, "inputs"] if cfg.op.name in DECISIONS else keep
     train = dd["train"]
     if cfg.balance_labels and cfg.op.name in DECISIONS:
         train = balanced(train, cfg.seed, OPERATORS[cfg.op.name] if cfg.balance_standing else None)
@@ -145,13 +151,13 @@ def load_splits(cfg: TrainConfig):  # -> (train, validation, fingerprint, real v
     sources = validation["source"] if "source" in validation.column_names else []
     if any(source != "synthetic" for source in sources):
         rows = [i for i, source in enumerate(sources) if source != "synthetic"]
-        real = validation.select(rows).select_columns(keep).to_list()
+        real = validation.select(rows).select_columns(read).to_list()
         validation = validation.select([i for i, source in enumerate(sources) if source == "synthetic"])
     if cfg.max_eval_samples is not None and cfg.max_eval_samples < len(validation):
         validation = validation.shuffle(seed=cfg.seed).select(range(cfg.max_eval_samples))
     return (
         train.select_columns(keep),
-        validation.select_columns(keep),
+        validation.select_columns(read),
         train._fingerprint + "/" + validation._fingerprint,
         real,
     )
@@ -506,7 +512,7 @@ def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str
         model=model,
         args=sft_config(cfg, checkpoints),
         train_dataset=train_ds,
-        eval_dataset=eval_ds,
+        eval_dataset=eval_ds.select_columns(list(TRAINED_COLUMNS)),
         processing_class=tokenizer,
         peft_config=lora_config(cfg.model.lora),
     )

@@ -13,6 +13,7 @@ The same reads fit the offsets that ``decisions=calibrated`` applies (``operator
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -112,36 +113,67 @@ def check_decisions(
     given), and over all of them the collapse flag and the labels dropped."""
     from memops.operators.contract import suite
 
-    def gold(rows: Sequence[dict[str, Any]]) -> list[tuple[Any, str]]:
-        return [(row["prompt"], label_of(op, row["completion"][0]["content"])) for row in rows]
+    spec = OPERATORS[op]
 
+    def gold(rows: Sequence[dict[str, Any]]) -> list[tuple[Any, str, tuple[Any, ...]]]:
+        return [
+            (
+                row["prompt"],
+                label_of(op, row["completion"][0]["content"]),
+                spec.arguments(json.loads(row["inputs"])),
+            )
+            for row in rows
+        ]
+
+    cases = per_region(suite(op, "validation"))
     sets = {
         "split": gold(validation),
-        "contract": [(case["prompt"], case["label"]) for case in per_region(suite(op, "validation"))],
+        "contract": [(case["prompt"], case["label"], case["arguments"]) for case in cases],
         **({"real": gold(real)} if real else {}),
     }
     was_training = model.training
     model.eval()
-    read = {name: read_logprobs(model, tokenizer, op, [p for p, _ in rows]) for name, rows in sets.items()}
+    read = {
+        name: read_logprobs(model, tokenizer, op, [row[0] for row in rows]) for name, rows in sets.items()
+    }
     if was_training:
         model.train()
-    return summarize(op, read, {name: [g for _, g in rows] for name, rows in sets.items()})
+    return summarize(
+        op,
+        read,
+        {name: [row[1] for row in rows] for name, rows in sets.items()},
+        {name: [row[2] for row in rows] for name, rows in sets.items()},
+    )
 
 
-def summarize(op: str, read: dict[str, list[list[float]]], gold: dict[str, list[str]]) -> dict[str, Any]:
+def summarize(
+    op: str,
+    read: dict[str, list[list[float]]],
+    gold: dict[str, list[str]],
+    arguments: dict[str, list[tuple[Any, ...]]],
+) -> dict[str, Any]:
     """Per set, the exact match, the gold answers' mean probability among the allowed answers, and
-    the label mix of the adapter's own answers and of its answers under offsets fitted on the
-    other half of the rows (``offsets.cross_fitted``); over both sets, the collapse flag, the
-    labels dropped, and the offsets fitted on every row, which ``decisions=calibrated`` applies."""
+    the label mix of the adapter's own answers, of its answers under offsets fitted on the
+    other half of the rows (``offsets.cross_fitted``) and of its answers read within the contract
+    (``learned.within_contract``, on each row's call ``arguments``); over all sets, the collapse
+    flag and the labels dropped, read free and (``within_contract``) read within the contract, and
+    the offsets fitted on every row, which ``decisions=calibrated`` applies."""
+    from memops.operators.learned import within_contract
+
     names = labels(op)
     out: dict[str, Any] = {}
     answers_all: Counter[str] = Counter()
+    judged_all: Counter[str] = Counter()
     gold_all: Counter[str] = Counter()
     every = [(lp, g) for name in read for lp, g in zip(read[name], gold[name], strict=True)]
     calibrated = iter(cross_fitted(names, [lp for lp, _ in every], [g for _, g in every]))
     for name, rows in read.items():
         answers = [names[max(range(len(names)), key=lp.__getitem__)] for lp in rows]
         shifted = [next(calibrated) for _ in rows]
+        judged = [
+            names[within_contract(OPERATORS[op], args, probabilities(lp))]
+            for lp, args in zip(rows, arguments[name], strict=True)
+        ]
         out[name] = {
             "n": len(rows),
             "accuracy": exact(answers, gold[name]),
@@ -151,19 +183,32 @@ def summarize(op: str, read: dict[str, list[list[float]]], gold: dict[str, list[
             "gold": dict(Counter(gold[name]).most_common()),
             "calibrated_accuracy": exact(shifted, gold[name]),
             "calibrated_answers": dict(Counter(shifted).most_common()),
+            "within_contract_accuracy": exact(judged, gold[name]),
+            "within_contract_answers": dict(Counter(judged).most_common()),
         }
         answers_all.update(answers)
+        judged_all.update(judged)
         gold_all.update(gold[name])
     out["collapsed"] = collapsed(answers_all, gold_all)
     out["dropped"] = dropped(answers_all, gold_all)
+    out["within_contract"] = {
+        "collapsed": collapsed(judged_all, gold_all),
+        "dropped": dropped(judged_all, gold_all),
+    }
     out["offsets"] = fit(names, [lp for lp, _ in every], [g for _, g in every]).to_json()
     return out
 
 
+def probabilities(logprobs: Sequence[float]) -> list[float]:
+    """The allowed answers' probabilities, renormalized over them (what ``Odds.probs`` holds)."""
+    top = max(logprobs)
+    weights = [math.exp(lp - top) for lp in logprobs]
+    return [w / sum(weights) for w in weights]
+
+
 def gold_probability(logprobs: Sequence[float], gold: int) -> float:
     """The gold answer's probability among the allowed answers: how near a miss came."""
-    top = max(logprobs)
-    return math.exp(logprobs[gold] - top) / sum(math.exp(lp - top) for lp in logprobs)
+    return probabilities(logprobs)[gold]
 
 
 def exact(answers: Sequence[str], gold: Sequence[str]) -> float:
