@@ -12,7 +12,8 @@ records are kept).
 
 Prints per seed and as mean ± standard deviation over seeds: compare and update exact match on
 the held-out trajectories, the engine's final-state keys with gold extraction and the learned
-decisions, the contract suite overall and its weakest region, each adapter's validation answers
+decisions (pooled, and per group where the run scores more than one: the shipped five, the mined
+held-out side), the contract suite overall and its weakest region, each adapter's validation answers
 read as they are and under offsets fitted on the other half of the rows (``calibrated``), on
 the real trajectories alone where the run names some in ``real_validation`` (``real``), and
 what the collapse guard flagged (an adapter collapsed onto one label, labels an adapter dropped),
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from memops.core.layout import ADAPTER_MANIFEST, OUTPUTS
+from memops.core.sources import GROUPS, group
 from memops.operators.registry import DECISIONS
 from memops.train.selection import pooled
 from memops.train.validation import dropped, read_sets
@@ -78,6 +80,7 @@ def figures(run: Path, adapters: Path) -> dict[str, Any]:
         "compare": mean[learned]["compare"]["mean"],
         "update": mean[learned]["update"]["mean"],
         "engine keys": mean.get("decisions", {}).get("engine_state", {}).get("mean"),
+        **by_group(summary["folds"], learned),
     }
     for op in DECISIONS:
         suite = summary.get("contract", {}).get(op, {}).get("learned")
@@ -107,6 +110,29 @@ def figures(run: Path, adapters: Path) -> dict[str, Any]:
                 lost[manifest.parent.name] = dropped(answers, gold)
     row["collapsed"], row["dropped"] = flags, lost
     return row
+
+
+def by_group(folds: dict[str, Any], learned: str) -> dict[str, float]:
+    """Where a run scored trajectories of more than one group (``sources.GROUPS``: the shipped
+    five, the mined held-out side), each of ``COLUMNS``' first three pooled over each group's
+    folds: ``compare shipped``, ``update mined-held-out``, ..."""
+    cells = {
+        "compare": (learned, "compare"),
+        "update": (learned, "update"),
+        "engine keys": ("decisions", "engine_state"),
+    }
+    out = {}
+    for word in GROUPS:
+        held = [f for f in folds if f in group(word)]
+        if not held or len(held) == len(folds):
+            continue
+        for column, (variant, key) in cells.items():
+            scored = [c for c in (folds[f].get(variant, {}).get(key, {}) for f in held) if c.get("n")]
+            if scored:
+                out[f"{column} {word}"] = sum(c["mean"] * c["n"] for c in scored) / sum(
+                    c["n"] for c in scored
+                )
+    return out
 
 
 def spread(values: list[float | None]) -> str:
@@ -184,7 +210,8 @@ def main() -> None:
             + (f"; kept {', '.join(kept)}" if kept else "")
         )
     print("mean ± sd:")
-    for column in (*COLUMNS, *VALIDATION):
+    grouped = sorted({c for row in rows.values() for c in row if c.rsplit(" ", 1)[-1] in GROUPS})
+    for column in (*COLUMNS, *grouped, *VALIDATION):
         print(f"  {column:<22} {spread([row.get(column) for row in rows.values()])}")
     result = {"config": args.config_name, "overrides": overrides, "rows": rows}
     (root / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
