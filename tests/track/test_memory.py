@@ -182,6 +182,35 @@ def test_the_learned_memory_on_the_tiny_model(
     assert looked.seen == ["a684a36", "b684a36"]
 
 
+def test_a_judged_memory_opens_without_an_update_adapter(
+    trained_adapters: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    """``decisions=judged`` asks update's judgment of values of the compare adapter, so a folder
+    without an update adapter (what make demo trains) opens, and update decides by the rule."""
+    from memops.operators.learned import mode_adapter
+
+    folder = tmp_path / "adapters"
+    folder.mkdir()
+    for op in ("compare", mode_adapter("two-stage-overlap")):
+        (folder / op).symlink_to(trained_adapters / op)
+    with open_memory(
+        "learned",
+        adapters=folder,
+        model="tiny",
+        decisions="judged",
+        catalog="python-project",
+        overrides=[f"model.path={tiny_model}"],
+    ) as mem:
+        cases = [c["arguments"] for c in suite("update", "test")[::40]]
+        for args, outcome in zip(cases, mem.ops.decide(OPERATORS["update"], cases), strict=True):
+            assert outcome.error is None and outcome.output in OPERATORS["update"].open(*args)
+    reading_update = open_memory(
+        "learned", adapters=folder, model="tiny", decisions="contract", overrides=[f"model.path={tiny_model}"]
+    )
+    with pytest.raises(BackendError, match="update"), reading_update:  # read otherwise, it is asked for
+        pass
+
+
 @pytest.mark.slow
 def test_calibrated_decisions_take_the_offsets_their_adapters_fitted(
     trained_adapters: Path, tiny_model: Path

@@ -75,14 +75,14 @@ def open_memory(
     from memops.core.config import compose_config
     from memops.operators.adapters import calibration
     from memops.operators.backends.factory import open_backend
-    from memops.operators.learned import mode_adapter
+    from memops.operators.learned import decision_adapters, mode_adapter
     from memops.operators.registry import DECISIONS
 
     if adapters is None:
         raise InputError(f"engine={engine} needs adapters=<the folder of a fold's adapters>")
     schemas.register()  # the replay config's, whose model and backend groups this composes
     cfg = compose_config("replay", [f"model={model}", f"backend={backend}", *overrides])
-    needs = list(dict.fromkeys([*DECISIONS, mode_adapter(extract)]))
+    needs = list(dict.fromkeys([*decision_adapters(decisions), mode_adapter(extract)]))
     with open_backend(cfg.backend, cfg.model, adapters, [], Path(log), needs) as served:
         ops = LearnedOperators(served, decisions=decisions)
         if decisions == "calibrated":
