@@ -83,9 +83,9 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# A real model learning on CPU: SmolLM2-135M-Instruct's two decision adapters against its prompted
-# base, held out on the five trajectories (8-13 minutes on 2 cores with AMX;
-# src/memops/configs/smollm2-demo.yaml).
+# A real model learning on CPU: SmolLM2-135M-Instruct's compare adapter judges whether two values
+# are one, both decisions read within the engine's contract against its prompted base, held out on
+# the five trajectories (10 minutes on 2 cores with AVX-512-BF16; src/memops/configs/smollm2-demo.yaml).
 demo: venv
 	$(BIN)/memops demo
 

@@ -115,7 +115,7 @@ def smollm2_adapters(
     smollm2_model: Path, small_datasets: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
     """SmolLM2's compare adapter on every layer and its update adapter on the top layers only
-    (as make demo trains it), 2 recipe steps each at a learning rate high enough to change
+    (those make demo's compare adapter takes), 2 recipe steps each at a learning rate high enough to change
     their answers: real pretrained adapters for the serving and export tests, trained once."""
     from memops.core.config import compose_config
     from memops.train.recipe import train_adapter

@@ -95,6 +95,25 @@ def test_the_decisions_recipe_trains_on_the_mined_training_side_and_scores_every
     assert cfg.datasets_dir != compose_config("smollm2-cpu", []).datasets_dir
 
 
+def test_the_demo_trains_one_compare_adapter_in_short_rows_at_a_held_learning_rate() -> None:
+    """``make demo``: read judged, it trains compare alone, on the synthetic fold with its twins,
+    and that adapter gets the demo's budget, row length and schedule on the top layers; the
+    recipe's own choices (cosine, 1,024-token rows) stay the other configs'."""
+    from memops.train.config import train_config
+
+    cfg = compose_config("smollm2-demo", [])
+    assert cfg.served_adapters() == ("compare",)
+    assert cfg.adapters_fold == "synthetic" and not cfg.synthetic_plus
+    assert (cfg.value_twins, cfg.near_twins, cfg.real_twins) == (True, True, False)
+    compare = train_config(cfg, "synthetic", "compare")
+    assert (compare.max_steps, compare.op.max_length) == (400, 512)
+    assert compare.sft["lr_scheduler_type"] == "constant_with_warmup" and compare.sft["packing"]
+    assert compare.model.lora.layers_to_transform == list(range(15, 30))
+    recipe = compose_config("smollm2-cpu", [])
+    assert (recipe.op.max_length, recipe.sft["lr_scheduler_type"]) == (1024, "cosine")
+    assert cfg.datasets_dir not in {recipe.datasets_dir, compose_config("smollm2-decisions", []).datasets_dir}
+
+
 def test_the_recipes_layers_are_per_adapter_and_the_command_line_sets_them_for_all() -> None:
     """``layers`` in a recipe adapts only those layers of the adapters it names; the others
     adapt every layer. ``model.lora.layers_to_transform`` on the command line applies to every

@@ -1,5 +1,5 @@
-"""The default build, byte for byte: every JSONL the pipeline writes with the defaults that make
-demo uses (seed 0, the shipped trajectories, the stage examples) has the sha256 recorded in
+"""The default build, byte for byte: every JSONL the pipeline writes with the defaults (seed 0, the
+shipped trajectories, the stage examples) has the sha256 recorded in
 tests/fixtures/datasets.sha256. A change that moves any example fails here; one that means to
 regenerates the file (`sha256sum` of each JSONL, paths relative to the datasets folder)."""
 

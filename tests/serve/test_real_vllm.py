@@ -427,7 +427,7 @@ def test_smollm2_adapters_from_the_recipe_load_in_vllm_and_hf_alike(
     smollm2_model: Path, smollm2_adapters: Path, tmp_path: Path
 ) -> None:
     """The real pretrained model end to end: recipe adapters of compare on every layer and of
-    update on the top 15 layers only (as make demo trains it), then the same greedy answers from
+    update on the top 15 layers only (the layers make demo adapts), then the same greedy answers from
     vLLM and from the hf backend on the unquantized base."""
     from memops.core.models import model_config
     from memops.operators.backends.hf import HFBackend
