@@ -143,7 +143,9 @@ def load_splits(cfg: TrainConfig):  # -> (train, validation, fingerprint, real v
     dd = load_from_disk(str(path), keep_in_memory=True)
     keep = list(TRAINED_COLUMNS)
     # A decision's validation answers are also read within the contract: its call's arguments.
-    read = [*keep, "inputs"] if cfg.op.name in DECISIONS else keep
+    read = (
+        [*keep, "inputs"] if cfg.op.name in DECISIONS and "inputs" in dd["validation"].column_names else keep
+    )
     train = dd["train"]
     if cfg.balance_labels and cfg.op.name in DECISIONS:
         train = balanced(train, cfg.seed, OPERATORS[cfg.op.name] if cfg.balance_standing else None)

@@ -115,12 +115,12 @@ def check_decisions(
 
     spec = OPERATORS[op]
 
-    def gold(rows: Sequence[dict[str, Any]]) -> list[tuple[Any, str, tuple[Any, ...]]]:
+    def gold(rows: Sequence[dict[str, Any]]) -> list[tuple[Any, str, tuple[Any, ...] | None]]:
         return [
             (
                 row["prompt"],
                 label_of(op, row["completion"][0]["content"]),
-                spec.arguments(json.loads(row["inputs"])),
+                spec.arguments(json.loads(row["inputs"])) if "inputs" in row else None,
             )
             for row in rows
         ]
@@ -150,7 +150,7 @@ def summarize(
     op: str,
     read: dict[str, list[list[float]]],
     gold: dict[str, list[str]],
-    arguments: dict[str, list[tuple[Any, ...]]],
+    arguments: dict[str, list[tuple[Any, ...] | None]],
 ) -> dict[str, Any]:
     """Per set, the exact match, the gold answers' mean probability among the allowed answers, and
     the label mix of the adapter's own answers, of its answers under offsets fitted on the
@@ -170,9 +170,10 @@ def summarize(
     for name, rows in read.items():
         answers = [names[max(range(len(names)), key=lp.__getitem__)] for lp in rows]
         shifted = [next(calibrated) for _ in rows]
+        # A row without its call's arguments (a dataset written without ``inputs``) is read free.
         judged = [
-            names[within_contract(OPERATORS[op], args, probabilities(lp))]
-            for lp, args in zip(rows, arguments[name], strict=True)
+            answer if args is None else names[within_contract(OPERATORS[op], args, probabilities(lp))]
+            for lp, args, answer in zip(rows, arguments[name], answers, strict=True)
         ]
         out[name] = {
             "n": len(rows),
