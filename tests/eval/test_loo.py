@@ -7,6 +7,7 @@ go through prompts, parsing, records, metrics and the report exactly as a learne
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -84,6 +85,14 @@ def test_oracle_run_scores_perfectly_and_writes_everything(uninterrupted) -> Non
         *{(op, v) for op in ENGINE for v in run},
     }
     assert all(r["error"] is None and r["prompt_hash"] for r in records if r["op"] in OPS)
+    # each decision names the slot its incoming claim is at; the oracle misses none of them
+    decisions = [r for r in records if r["op"] in DECISIONS]
+    assert (
+        all(re.fullmatch(r"\w+\.\w+", r["slot"]) for r in decisions)
+        and len({r["slot"] for r in decisions}) > 1
+    )
+    assert summary["decision_misses"] == {op: {"learned": {}, "prompted": {}} for op in DECISIONS}
+    assert "missed, by slot" not in (run_dir / "report.md").read_text()
     # every selection method, the scoring one included, picks exactly the gold pairs
     for variant, chosen in summary["selection"]["all folds"].items():
         assert chosen["precision"] == chosen["recall"] == 1.0 and chosen["gold"] > 0, variant

@@ -175,3 +175,25 @@ def test_engine_keys_are_scored_exactly_and_at_the_value_match_of_extraction() -
     assert (keys["engine_state"]["mean"], keys["engine_state_value"]["mean"]) == (0.25, 0.5)
     text = markdown(summary, {"name": "t", "model": "m", "backend": "hf", "folds": ["a"]})
     assert "| two-stage-trained | – | 0.25 [0.00, 0.75] | 0.50" in text
+
+
+def test_the_report_lists_the_slots_the_learned_decisions_missed_most_first() -> None:
+    """Records that name their slot: the misses are counted per operator, variant and slot, the
+    slots without any left out, and the report lists the learned ones, most missed first."""
+    records = []
+    for i in range(12):
+        r = record("a", "update", "learned", i, float(i >= 9 or i % 2))
+        records.append({**r, "slot": "dependencies.minimums" if i < 9 else "ci.platforms"})
+    records.append({**record("a", "update", "learned", 20, 0.0), "slot": "project.license"})
+    records.append({**record("a", "compare", "learned", 0, 1.0), "slot": "project.license"})
+    records.append({**record("a", "update", "symbolic", 0, 0.0), "slot": "ci.platforms"})
+    summary = summarize(records)
+    misses = summary["decision_misses"]
+    assert misses["update"]["learned"] == {
+        "dependencies.minimums": {"wrong": 5, "n": 9},
+        "project.license": {"wrong": 1, "n": 1},
+    }
+    assert misses["compare"]["learned"] == {} and "symbolic" not in misses["update"]
+    report = markdown(summary, {})
+    assert "## Learned decisions missed, by slot" in report
+    assert report.index("`dependencies.minimums` | 5 / 9") < report.index("`project.license` | 1 / 1")

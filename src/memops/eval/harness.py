@@ -161,10 +161,18 @@ def decision_records(fold: str, op: str, variant: str, examples: Sequence[dict],
             fields = {"prompt_hash": _check_prompt(example, o), "raw": o.raw}
             fields |= {"parsed": _dump(o.output), "error": o.error, "latency_s": o.latency_s}
         gold = json.loads(example["completion"][0]["content"])
+        score = float(fields["parsed"] == gold)
         out.append(
-            _record(fold, op, variant, example, gold=gold, score=float(fields["parsed"] == gold), **fields)
+            _record(fold, op, variant, example, gold=gold, score=score, slot=_slot(arguments[n]), **fields)
         )
     return out
+
+
+def _slot(arguments: tuple[Any, ...]) -> str:
+    """The slot a decision is about: its incoming claim's (compare's second, update's claim),
+    as ``entity.slot``, so a report can say where the misses lie (``summary.decision_misses``)."""
+    claim = arguments[-1]
+    return f"{claim.entity}.{claim.slot}"
 
 
 def engine_records(

@@ -106,6 +106,7 @@ def summarize(records: list[Record]) -> dict[str, Any]:
     summary["value_by_wording"] = value_by_wording(records)
     summary["extraction_errors"] = error_breakdown(records)
     summary["extraction_examples"] = side_by_side(records)
+    summary["decision_misses"] = decision_misses(records)
     summary["tests"]["learned_vs_prompted"] = {
         m: _paired(table, folds, "prompted", "two-stage", m) for m in ("overall", *OPS)
     }
@@ -199,6 +200,32 @@ def error_breakdown(records: list[Record]) -> dict[str, dict[str, dict[str, int]
             cell[kind] += n
     return {
         fold: dict(sorted(v.items(), key=lambda kv: VARIANTS.index(kv[0]))) for fold, v in sorted(out.items())
+    }
+
+
+def decision_misses(records: list[Record]) -> dict[str, dict[str, dict[str, dict[str, int]]]]:
+    """op -> model variant -> slot -> wrong and n, over the decision records that name their slot
+    (``harness._slot``), the slots with the most wrong first and only those with any: a learned
+    judgment that fails on one kind of value (long requirement lists) shows as one slot."""
+    out: dict[str, dict[str, dict[str, dict[str, int]]]] = {}
+    for r in records:
+        if r["op"] not in DECISIONS or r["variant"] == "symbolic" or "slot" not in r:
+            continue
+        cell = (
+            out.setdefault(r["op"], {})
+            .setdefault(r["variant"], {})
+            .setdefault(r["slot"], {"wrong": 0, "n": 0})
+        )
+        cell["n"] += 1
+        cell["wrong"] += r["score"] < 1
+    return {
+        op: {
+            variant: dict(
+                sorted(((k, c) for k, c in slots.items() if c["wrong"]), key=lambda kc: -kc[1]["wrong"])
+            )
+            for variant, slots in by_variant.items()
+        }
+        for op, by_variant in out.items()
     }
 
 

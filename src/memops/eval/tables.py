@@ -28,6 +28,7 @@ def markdown(summary: dict[str, Any], run: dict[str, Any]) -> str:
         direct_vs_two_stage(summary),
         extraction_sections(summary),
         learned_vs_prompted(summary),
+        misses_by_slot(summary),
         contract_markdown(summary.get("contract", {})),
         references(),
     )
@@ -142,6 +143,32 @@ def learned_vs_prompted(summary: dict[str, Any]) -> list[str]:
             "–" if b["mean_diff"] is None else f"{b['mean_diff']:+.3f} [{b['ci'][0]:+.3f}, {b['ci'][1]:+.3f}]"
         )
         lines.append(f"| {metric} | {m['only_first']} | {m['only_second']} | {m['p']:.3g} | {diff} |")
+    return lines
+
+
+MISSED_SLOTS = 6
+"""Slots listed per decision in the report's misses section."""
+
+
+def misses_by_slot(summary: dict[str, Any]) -> list[str]:
+    """Where the learned decisions went wrong, by the slot each was about, the most missed first."""
+    missed = {op: v["learned"] for op, v in summary.get("decision_misses", {}).items() if v.get("learned")}
+    if not missed:
+        return []
+    lines = [
+        "",
+        "## Learned decisions missed, by slot",
+        "",
+        "| Operator | slot | wrong / asked |",
+        "| --- | --- | ---: |",
+    ]
+    for op, slots in missed.items():
+        for slot, c in list(slots.items())[:MISSED_SLOTS]:
+            lines.append(f"| {op} | `{slot}` | {c['wrong']} / {c['n']} |")
+        if len(slots) > MISSED_SLOTS:
+            rest = list(slots.values())[MISSED_SLOTS:]
+            wrong, asked = sum(c["wrong"] for c in rest), sum(c["n"] for c in rest)
+            lines.append(f"| {op} | {len(rest)} more slots with misses | {wrong} / {asked} |")
     return lines
 
 
