@@ -30,6 +30,15 @@ _QUOTES = "\"'`“”‘’«»„‚‹›"
 _TRAILING = ".,;:!?"
 
 
+ITEMS = re.compile(r"\s*,\s*")
+"""Where a value written as a list (``mypy, pyright``) turns from one item to the next."""
+
+
+def value_items(value: str) -> list[str]:
+    """A value's items as a list writes them (one item for a value that is no list)."""
+    return [i for i in ITEMS.split(value.strip()) if i]
+
+
 def norm(value: str) -> str:
     """Canonical form for value equality (docs/design.md §3): NFKC, lowercase, one space, without
     surrounding quotes or trailing sentence punctuation. Invisible format characters (Unicode

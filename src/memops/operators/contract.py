@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from memops.core.sessions import Episode
 from memops.memory import ENVS, Claim, Evidence
-from memops.memory.claims import Key, norm
+from memops.memory.claims import ITEMS, Key, norm
 from memops.memory.evidence import EVIDENCE_TYPES, evidence_score
 from memops.memory.state import StateMemory
 from memops.operators.examples import Case
@@ -206,8 +206,6 @@ WEAKEST: Standing = min(STANDINGS, key=standing_score)
 
 
 NUMBER = re.compile(r"\d+")
-ITEMS = re.compile(r"\s*,\s*")
-"""Where a value written as a list (``mypy, pyright``) turns from one item to the next."""
 
 
 def near_miss(value: str, rng: random.Random, others: Sequence[str] = ()) -> str | None:

@@ -14,13 +14,14 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass, field, replace
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ValidationError
 
 from memops.core.records import Catalog, ExtractedClaim, Note, added_lines
 from memops.core.values import MAX_VALUE_CHARS, candidates, change_says, one_of, run_grammar, states
-from memops.memory.claims import Claim
+from memops.memory.claims import Claim, norm, value_items
+from memops.memory.compare import scope
 from memops.memory.state import Entry, Item, Same, rule
 from memops.operators.backends import BASE, Backend, Completion, Messages, Odds, Probe, Request
 from memops.operators.offsets import Offsets
@@ -40,6 +41,17 @@ from memops.operators.schemas import (
 
 Decoding = Literal["decode", "read", "calibrated", "contract", "judged"]
 DECODINGS: tuple[Decoding, ...] = get_args(Decoding)
+JUDGING: tuple[Decoding, ...] = ("contract", "judged")
+"""The readings in which the adapter judges only whether two values are one (``within_contract``)."""
+
+
+class Judgment(NamedTuple):
+    """Whether two claims' values are one value as read (``LearnedOperators.one_value``), the
+    reads' time, and the backend's refusal where one refused."""
+
+    one: bool
+    latency_s: float
+    refused: str | None
 
 
 def decision_adapters(decisions: str) -> tuple[str, ...]:
@@ -309,6 +321,43 @@ def within_contract(op: Operator, arguments: tuple[Any, ...], probs: Sequence[fl
     return max((i for i, a in enumerate(op.answers) if a in left), key=lambda i: weight[said[i]])
 
 
+def to_judge(first: Claim, second: Claim) -> list[tuple[Claim, Claim]] | None:
+    """What is left to read of whether two claims hold one value once the normaliser has paired
+    their items (design §4). None where one value is a list holding every item of the other and
+    more: an item added or dropped makes another value, whatever a reading says. Where both are
+    lists of one length, the items left unpaired, each against its counterpart in order (one
+    value only if each pair is one): a 135M adapter that calls two lists of nine pins one value
+    where one pin moved mostly tells the two pins apart. Otherwise the two claims whole."""
+    whole = [(first, second)]
+    ours, theirs = value_items(first.value), value_items(second.value)
+    if scope(first, second) is not None or max(len(ours), len(theirs)) < 2:
+        return whole
+    common = Counter(map(norm, ours)) & Counter(map(norm, theirs))
+    ours, theirs = _unpaired(ours, common), _unpaired(theirs, common)
+    if not ours and not theirs:
+        return whole
+    if not ours or not theirs:
+        return None
+    if len(ours) != len(theirs):
+        return whole
+    return [(_valued(first, a), _valued(second, b)) for a, b in zip(ours, theirs, strict=True)]
+
+
+def _unpaired(said: list[str], common: Counter[str]) -> list[str]:
+    """The items of one list that the normaliser pairs with none of the other's, in order."""
+    held, out = common.copy(), []
+    for item in said:
+        if held[norm(item)]:
+            held[norm(item)] -= 1
+        else:
+            out.append(item)
+    return out
+
+
+def _valued(claim: Claim, value: str) -> Claim:
+    return Claim.model_validate({**claim.model_dump(), "value": value})
+
+
 def _judged_pairs(
     items: Sequence[tuple[Entry | None, Claim]],
 ) -> list[list[tuple[Item, tuple[Claim, Claim]]]]:
@@ -409,9 +458,9 @@ class LearnedOperators:
         hold yet."""
         if self.decisions != "decode":
             if self.decisions == "judged" and op is UPDATE:
-                asks = self._reading_asks(
-                    COMPARE, [p for pairs in _judged_pairs(arguments) for _, p in pairs]
-                )
+                asks = self._judging_asks([p for pairs in _judged_pairs(arguments) for _, p in pairs])
+            elif self.decisions in JUDGING and op is COMPARE:
+                asks = self._judging_asks(arguments)
             else:
                 asks = self._reading_asks(op, arguments)
             return sum(self._probe_key(self._probe(*ask)) not in self.readings for ask in asks)
@@ -440,6 +489,8 @@ class LearnedOperators:
     def decide(self, op: Operator, arguments: Sequence[tuple[Any, ...]]) -> list[Outcome]:
         if self.decisions == "judged" and op is UPDATE:
             return self.judged_updates(arguments)
+        if self.decisions in JUDGING and op is COMPARE:
+            return self.judged_compares(arguments)
         if self.decisions != "decode":
             return self._read(op, arguments)
         return self._ask(op.name, self._decision_asks(op, arguments))
@@ -460,36 +511,71 @@ class LearnedOperators:
                 continue
             if offsets is not None:
                 best = offsets.choose(labels, odds.probs)
-            elif self.decisions in ("contract", "judged") and op.open is not None:
+            elif self.decisions in JUDGING and op.open is not None:
                 best = within_contract(op, args, odds.probs)
             else:
                 best = max(range(len(options)), key=odds.probs.__getitem__)
             out.append(Outcome(op.name, messages, options[best], op.answers[best], None, odds.latency_s, 0))
         return out
 
+    def one_value(self, step: str, pairs: Sequence[tuple[Claim, Claim]]) -> list[Judgment]:
+        """Per pair of claims at one key, whether the compare adapter, read within the contract,
+        holds their values one value: what the normaliser leaves of them (``to_judge``) is read,
+        and the values are one where every pair read is."""
+        plans = [to_judge(*pair) for pair in pairs]
+        asked = [p for plan in plans for p in plan or ()]
+        odds = iter(self.probe(step, self._reading_asks(COMPARE, asked)))
+        out = []
+        for plan in plans:
+            read = [(pair, next(odds)) for pair in plan or ()]
+            refused = next((o.refused for _, o in read if o.refused), None)
+            one = plan is not None and all(
+                COMPARE.answers[within_contract(COMPARE, pair, o.probs)].relation == "equivalent"
+                for pair, o in read
+            )
+            out.append(Judgment(one, sum(o.latency_s for _, o in read), refused))
+        return out
+
+    def _judging_asks(
+        self, pairs: Sequence[tuple[Claim, Claim]]
+    ) -> list[tuple[str, Messages, tuple[str, ...]]]:
+        return self._reading_asks(COMPARE, [p for pair in pairs for p in to_judge(*pair) or ()])
+
+    def judged_compares(self, pairs: Sequence[tuple[Claim, Claim]]) -> list[Outcome]:
+        """Compare under ``decisions="contract"`` or ``"judged"``: the open answer (``Operator.open``)
+        that says what ``one_value`` read of the two values."""
+        out = []
+        for pair, judged in zip(pairs, self.one_value(COMPARE.name, pairs), strict=True):
+            messages = COMPARE.messages(*pair)
+            if judged.refused:
+                error = f"refused by the backend: {judged.refused}"
+                out.append(Outcome(COMPARE.name, messages, "", None, error, judged.latency_s, 0))
+                continue
+            left = COMPARE.open(*pair)
+            answer = next(a for a in left if len(left) == 1 or (a.relation == "equivalent") == judged.one)
+            text = answer.model_dump_json()
+            out.append(Outcome(COMPARE.name, messages, text, answer, None, judged.latency_s, 0))
+        return out
+
     def judged_updates(self, items: Sequence[tuple[Entry | None, Claim]]) -> list[Outcome]:
         """Update under ``decisions="judged"``: the update rule, its judgment of each live item's
-        value against the claim's read from the compare adapter (the item as one claim, so the
-        open compare answers order the two as the rule does), and the rest the rule's own. The
-        prompt recorded is the update prompt the answer stands for."""
+        value against the claim's read from the compare adapter (``one_value``; the item as one
+        claim, so the open compare answers order the two as the rule does), and the rest the
+        rule's own. The prompt recorded is the update prompt the answer stands for."""
         asked = _judged_pairs(items)
-        pairs = [pair for judged in asked for _, pair in judged]
-        odds = iter(self.probe(UPDATE.name, self._reading_asks(COMPARE, pairs)))
+        judged = iter(self.one_value(UPDATE.name, [pair for pairs in asked for _, pair in pairs]))
         out = []
-        for (entry, claim), judged in zip(items, asked, strict=True):
-            read = [(item, pair, next(odds)) for item, pair in judged]
+        for (entry, claim), pairs in zip(items, asked, strict=True):
+            read = [(item, next(judged)) for item, _ in pairs]
             messages = UPDATE.messages(entry, claim)
-            latency = sum(o.latency_s for _, _, o in read)
-            refused = next((o.refused for _, _, o in read if o.refused), None)
+            latency = sum(j.latency_s for _, j in read)
+            refused = next((j.refused for _, j in read if j.refused), None)
             if refused:
                 out.append(
                     Outcome(UPDATE.name, messages, "", None, f"refused by the backend: {refused}", latency, 0)
                 )
                 continue
-            one = {
-                id(item): COMPARE.answers[within_contract(COMPARE, pair, o.probs)].relation == "equivalent"
-                for item, pair, o in read
-            }
+            one = {id(item): j.one for item, j in read}
             action = (
                 "add" if entry is None or entry.current is None else rule(entry, claim, same=_held(one))[0]
             )
