@@ -85,7 +85,7 @@ lint: venv
 
 # A real model learning on CPU: SmolLM2-135M-Instruct's compare adapter judges whether two values
 # are one, both decisions read within the engine's contract against its prompted base, held out on
-# the five trajectories (10 minutes on 2 cores with AVX-512-BF16; src/memops/configs/smollm2-demo.yaml).
+# the five trajectories (10 to 11 minutes on 2 cores with AVX-512-BF16; src/memops/configs/smollm2-demo.yaml).
 demo: venv
 	$(BIN)/memops demo
 
