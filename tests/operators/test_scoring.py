@@ -1,10 +1,11 @@
 """Selection by scoring: every catalog pair scored by the probability that the stage-1 answer is
-that pair alone (a probe of options of many tokens), and the threshold placed on validation
-notes only."""
+that pair alone (a probe of options of many tokens), divided by the adapter's prior after blank
+notes, and the prior's weight placed on validation notes only."""
 
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 from collections import Counter
@@ -16,14 +17,27 @@ import pytest
 from memops.core.models import model_config
 from memops.core.records import Catalog, CatalogEntry, Note
 from memops.data.trajectory import load_trajectory
-from memops.eval.calibration import best_threshold, calibrate
+from memops.eval.calibration import READINGS, calibrate, reading_name, selection_f1
 from memops.operators.backends import BackendError, Probe, parting
 from memops.operators.backends.hf import HFBackend, prompt_text
 from memops.operators.backends.prefixes import PACK_TOKENS, packs, read_continuations, shared_prefixes
 from memops.operators.backends.symbolic import SymbolicBackend
 from memops.operators.examples import stage_examples
-from memops.operators.learned import LearnedOperators, overlap_scores, overlap_selection
-from memops.operators.prompts import catalog_pairs, extract_messages, select_messages, selection_answers
+from memops.operators.learned import (
+    LearnedOperators,
+    likeliest,
+    overlap_scores,
+    overlap_selection,
+    pair_scores,
+)
+from memops.operators.prompts import (
+    BLANKS,
+    blank_notes,
+    catalog_pairs,
+    extract_messages,
+    select_messages,
+    selection_answers,
+)
 from memops.operators.registry import STAGES_ADAPTER
 from memops.operators.schemas import MAX_PAIRS
 from tests.conftest import shipped
@@ -203,22 +217,69 @@ def test_a_probe_past_the_models_positions_fails_alone(bare: HFBackend, episode)
     assert fine.refused is None and len(fine.probs) == len(answers)
 
 
-def test_the_threshold_maximizes_f1_and_never_splits_a_tie() -> None:
-    scored = [(0.9, True), (0.8, False), (0.7, True), (0.2, False)]
-    threshold, precision, recall, f1 = best_threshold(scored)
-    assert (
-        (threshold, recall) == (0.7, 1.0) and precision == pytest.approx(2 / 3) and f1 == pytest.approx(0.8)
-    )
-    assert best_threshold([(0.5, True), (0.5, False), (0.1, False)])[:3] == (0.5, 0.5, 1.0)
-    assert best_threshold([(0.4, False)]) == (1.0, 0.0, 0.0, 0.0)  # nothing to find: keep only certainty
+def test_a_score_divides_the_prior_out_by_its_weight() -> None:
+    """A pair the adapter favours after any note loses to one this note raises from a low prior;
+    weight 0 reads the probabilities as they are, and a probability of 0 stays finite."""
+    probs, prior = (0.5, 0.3, 0.2), (0.6, 0.05, 0.35)  # two pairs, then the empty answer
+    assert likeliest(["a", "b"], pair_scores(probs, prior, 0.0)) == ["a"]
+    assert likeliest(["a", "b"], pair_scores(probs, prior, 1.0)) == ["b"]  # 0.3 / 0.05 beats 0.5 / 0.6
+    assert pair_scores(probs, None, 0.7) == pytest.approx([math.log(p) for p in probs])
+    assert all(math.isfinite(x) for x in pair_scores((0.0, 1.0, 0.0), (1.0, 0.0, 0.5), 1.0))
 
 
-def test_the_threshold_is_placed_on_validation_notes_without_touching_the_held_out_fold(
+def test_the_likeliest_answer_keeps_ties_and_may_be_empty() -> None:
+    assert likeliest(["a", "b", "c"], [0.0, -1.0, 0.0, -5.0]) == ["a", "c"]  # certain of two pairs
+    assert likeliest(["a", "b"], [-3.0, -2.0, -1.0]) == []  # the empty answer weighs most
+    assert likeliest(["a", "b"], [-1.0, -2.0, -1.0]) == ["a"]  # a pair tied with the empty answer stays
+    assert likeliest([f"p{i}" for i in range(9)], [0.0] * 9 + [-1.0]) == [f"p{i}" for i in range(MAX_PAIRS)]
+    assert likeliest(["a", "b"], [-3.0, -2.0, -1.0], none=False) == ["b"]  # a pair always
+    assert likeliest([], [0.0], none=False) == []  # an empty catalog has none to give
+
+
+def test_selection_f1_is_pooled_over_notes() -> None:
+    precision, recall, f1 = selection_f1([["a"], [], ["b", "c"]], [{"a"}, {"d"}, {"b"}])
+    assert (precision, recall) == (pytest.approx(2 / 3), pytest.approx(2 / 3)) and f1 == pytest.approx(2 / 3)
+    assert selection_f1([[]], [set()]) == (0.0, 0.0, 0.0)
+
+
+def test_a_blank_note_keeps_the_catalog_and_the_task(episode) -> None:
+    """The prior's prompts differ from the note's only in the note, and are the same for every
+    note of a catalog: the prior is read once per catalog."""
+    first, second = (select_messages(s.note(), episode.catalog) for s in episode.sessions[:2])
+    blanks = blank_notes(first)
+    assert len(blanks) == len(BLANKS) and blanks == blank_notes(second)
+    for blank, said in zip(blanks, BLANKS, strict=True):
+        user = blank[-1]["content"]
+        assert catalog_pairs(blank) == episode.catalog.pairs() and blank[:-1] == first[:-1]
+        assert user.endswith(first[-1]["content"].rsplit("\n\n", 1)[1])
+        assert f"Title: {said}\n" in user and "Commit: none" in user and episode.sessions[0].text not in user
+
+
+def test_the_prior_is_read_once_per_catalog(unquantized: HFBackend, episode) -> None:
+    """A weighted scoring selection reads each note and the catalog's blank notes, whatever the
+    number of notes; its scores are the weighted log-probabilities, and the selection their
+    likeliest answer."""
+    notes = [(s.note(), episode.catalog) for s in episode.sessions[:3]]
+    ops = LearnedOperators(unquantized, adapters=False, prior_weight=0.75)
+    picked = ops.score_pairs(notes)
+    assert len(ops.readings) == len(notes) + len(BLANKS) and ops.calls["prior"] == len(notes) * len(BLANKS)
+    options = selection_answers(episode.catalog.pairs())
+    blanks = unquantized.probe([Probe("base", m, options) for m in blank_notes(select_messages(*notes[0]))])
+    prior = [sum(ps) / len(blanks) for ps in zip(*(o.probs for o in blanks), strict=True)]
+    for (note, catalog), got in zip(notes, picked, strict=True):
+        [odds] = unquantized.probe([Probe("base", select_messages(note, catalog), options)])
+        want = pair_scores(odds.probs, prior, 0.75)
+        assert list(got.scores.values()) == pytest.approx(want[:-1], abs=1e-4)
+        assert got.selected == likeliest(catalog.pairs(), want)
+
+
+def test_the_prior_weight_is_placed_on_validation_notes_without_touching_the_held_out_fold(
     tiny_model: Path, trained_adapters: Path, small_datasets: Path, tmp_path: Path
 ) -> None:
     """Calibrating the held-out fold's adapters reads its training fold's validation split: no
     note of the held-out trajectory is among those used, and a held-out test split replaced by
-    garbage changes nothing (reading it would fail)."""
+    garbage changes nothing (reading it would fail). The reading kept scores the best F1 of those
+    tried, the first on a tie."""
     datasets = tmp_path / "datasets"
     shutil.copytree(small_datasets, datasets)
     backend = HFBackend.load(
@@ -227,7 +288,10 @@ def test_the_threshold_is_placed_on_validation_notes_without_touching_the_held_o
     )
     ops = LearnedOperators(backend)
     before = calibrate(ops, datasets, FOLD, seed=0, n=3)
-    assert before.notes == 3 and before.pairs > before.stated > 0
+    assert before.notes == 3 and before.stated > 0 and set(before.f1) == {reading_name(*r) for r in READINGS}
+    best = max(before.f1.values())
+    kept = (before.prior_weight, before.select_none)
+    assert kept == next(r for r in READINGS if before.f1[reading_name(*r)] == best)
     assert all(FOLD not in example for example in before.examples)
     assert before.source == str(datasets / FOLD / "extract" / "validation.jsonl")
     for test_split in (datasets / FOLD).glob("*/test.jsonl"):

@@ -85,7 +85,7 @@ def test_loo_dry_run_prints_the_plan_and_writes_nothing(
     out = proc.stdout
     assert "build: datasets (missing: synthetic)" in out  # small_datasets lacks the adapters' fold
     assert "train: 4 adapter(s)" in out and "synthetic/compare:" in out
-    assert "calibrate the scoring threshold of synthetic's adapters: 32 validation notes" in out
+    assert "place the scoring selection's reading for synthetic's adapters: 128 validation notes" in out
     assert "patch-guardrails compare learned:" in out and "examples" in out
     assert "replay the engine:" in out and "patch-guardrails decisions:" in out
     assert not list(tmp_path.iterdir())

@@ -37,7 +37,10 @@ def main(raw: DictConfig) -> None:
             log = Path("outputs") / "logs" / f"serve-{cfg.trajectory}.log"
             with open_backend(cfg.backend, cfg.model, adapters, [episode], log) as backend:
                 result = replay(
-                    episode, cfg.engine, LearnedOperators(backend, threshold=cfg.threshold), cfg.extract
+                    episode,
+                    cfg.engine,
+                    LearnedOperators(backend, prior_weight=cfg.prior_weight, select_none=cfg.select_none),
+                    cfg.extract,
                 )
     except (DataError, BackendError) as exc:
         print(f"memops replay: {exc}", file=sys.stderr)

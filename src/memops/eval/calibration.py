@@ -1,10 +1,12 @@
-"""The threshold of the scoring selection, chosen on validation data only.
+"""How the scoring selection reads its answers, chosen on validation data only.
 
-A scoring selection keeps every catalog pair at least ``threshold`` likely to be the stage-1
-answer. The threshold is the one that maximizes selection F1 over every catalog pair of a sample
-of validation notes: the validation split of the fold the adapter was trained on, which holds no
-held-out trajectory (``data.build.check_leakage``). The held-out fold's own files are never read
-here, so no held-out label can move the threshold.
+A scoring selection keeps the stage-1 answer whose probability the note raises most above the
+adapter's prior, that probability divided by the prior to the power ``prior_weight``
+(``operators.learned.pair_scores``), and may keep the empty answer or not (``select_none``).
+The reading kept is the one of ``READINGS`` whose selections reach the highest F1 over a
+sample of validation notes: the validation split of the fold the adapter was trained on, which
+holds no held-out trajectory (``data.build.check_leakage``). The held-out fold's own files are
+never read here, so no held-out label can move the reading.
 """
 
 from __future__ import annotations
@@ -16,29 +18,40 @@ from pathlib import Path
 from typing import Any
 
 from memops.core.layout import dataset_dir
-from memops.operators.learned import LearnedOperators
+from memops.operators.learned import LearnedOperators, likeliest, pair_scores
 from memops.operators.prompts import SELECT_TASK, catalog_pairs, selection_answers, with_task
 from memops.operators.registry import EXTRACT, STAGES_ADAPTER
 
-CALIBRATION_NOTES = 32
-"""Validation notes scored against every pair of their catalog (1,376 pairs on the 43-pair
-synthetic catalog, one probe per note): enough positives to place a threshold."""
+CALIBRATION_NOTES = 128
+"""Validation notes read for the reading: one probe per note, and one per blank note of each
+catalog (``operators.prompts.BLANKS``); about 110 stated pairs on the synthetic fold."""
+PRIOR_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+"""The weights tried: 0 reads the probabilities as they are, 1 divides the whole prior out."""
+READINGS = tuple((weight, none) for none in (True, False) for weight in PRIOR_WEIGHTS)
+"""Each weight with the empty answer in play, then each without it: on a tie the earlier
+reading, the one that departs less from the adapter's own answer."""
+
+
+def reading_name(weight: float, none: bool) -> str:
+    """How a reading is written in ``Calibration.f1``: ``0.5``, or ``0.5, a pair always``."""
+    return f"{weight}" if none else f"{weight}, a pair always"
 
 
 @dataclass(frozen=True)
 class Calibration:
-    threshold: float
+    prior_weight: float
+    select_none: bool
+    f1: dict[str, float]
+    """Selection F1 over the notes of each reading tried (``READINGS``, ``reading_name``)."""
     precision: float
     recall: float
-    f1: float
     notes: int
-    pairs: int
     stated: int
     """Pairs the notes state: the positives."""
     source: str
     """The validation file the notes came from."""
     examples: list[str]
-    """The ids of the notes used, to show where the threshold came from."""
+    """The ids of the notes used, to show where the weight came from."""
 
 
 def validation_notes(
@@ -51,53 +64,50 @@ def validation_notes(
     return path, [rows[i] for i in chosen]
 
 
-def best_threshold(scored: list[tuple[float, bool]]) -> tuple[float, float, float, float]:
-    """(threshold, precision, recall, F1) of the cut that maximizes F1, keeping every pair at
-    or above it; among equal F1 the higher threshold. With no positive at all, 1.0 keeps only
-    certain pairs."""
-    positives = sum(stated for _, stated in scored)
-    best = (1.0, 0.0, 0.0, 0.0)
-    kept = hits = 0
-    ranked = sorted(scored, key=lambda s: -s[0])
-    for k, (p, stated) in enumerate(ranked):
-        kept, hits = kept + 1, hits + stated
-        if k + 1 < len(ranked) and ranked[k + 1][0] == p:
-            continue  # a cut cannot split pairs of equal probability
-        precision, recall = hits / kept, hits / positives if positives else 0.0
-        f1 = 2 * precision * recall / (precision + recall) if hits else 0.0
-        if f1 > best[3]:
-            best = (p, precision, recall, f1)
-    return best
+def selection_f1(selected: list[list[str]], gold: list[set[str]]) -> tuple[float, float, float]:
+    """(precision, recall, F1) of the selected pairs, pooled over notes."""
+    hits = sum(len(set(s) & g) for s, g in zip(selected, gold, strict=True))
+    chosen, stated = sum(map(len, selected)), sum(map(len, gold))
+    precision, recall = hits / chosen if chosen else 0.0, hits / stated if stated else 0.0
+    return precision, recall, 2 * hits / (chosen + stated) if hits else 0.0
 
 
 def calibrate(
     ops: LearnedOperators, datasets_dir: str | Path, fold: str, seed: int, n: int = CALIBRATION_NOTES
 ) -> Calibration:
-    """Score every catalog pair of ``n`` validation notes of ``fold`` (the adapter's training
-    fold) on the ``extract-stages`` adapter, with the probes inference sends, and place the
-    threshold."""
+    """Read the stage-1 answers of ``n`` validation notes of ``fold`` (the adapter's training
+    fold) on the ``extract-stages`` adapter, with the probes inference sends, and the blank
+    notes' prior beside them; keep the reading whose selections score the highest F1."""
     path, rows = validation_notes(datasets_dir, fold, n, seed)
-    asks, stated = [], []
+    asks, gold = [], []
     for row in rows:
-        gold = {f"{c['entity']}.{c['slot']}" for c in json.loads(row["completion"][0]["content"])["claims"]}
+        stated = {f"{c['entity']}.{c['slot']}" for c in json.loads(row["completion"][0]["content"])["claims"]}
         pairs = catalog_pairs(row["prompt"])
         asks.append((STAGES_ADAPTER, with_task(row["prompt"], SELECT_TASK), selection_answers(pairs)))
-        stated.append([pair in gold for pair in pairs])
-    scored = [
-        (q, s)
-        for odds, marks in zip(ops.probe("calibrate", asks), stated, strict=True)
-        if not odds.refused
-        for q, s in zip(odds.probs[:-1], marks, strict=True)
+        gold.append(stated)
+    odds = ops.probe("calibrate", asks)
+    priors = ops.priors(asks)
+    read = [
+        (catalog_pairs(messages), o.probs, prior, stated)
+        for (_, messages, _), o, prior, stated in zip(asks, odds, priors, gold, strict=True)
+        if not o.refused
     ]
-    threshold, precision, recall, f1 = best_threshold(scored)
+    found = {
+        (weight, none): selection_f1(
+            [likeliest(pairs, pair_scores(probs, prior, weight), none) for pairs, probs, prior, _ in read],
+            [stated for *_, stated in read],
+        )
+        for weight, none in READINGS
+    }
+    best = max(READINGS, key=lambda r: (found[r][2], -READINGS.index(r)))
+    precision, recall, _ = found[best]
     return Calibration(
-        threshold,
+        *best,
+        {reading_name(*r): f1 for r, (_, _, f1) in found.items()},
         precision,
         recall,
-        f1,
-        len(rows),
-        len(scored),
-        sum(s for _, s in scored),
+        len(read),
+        sum(len(stated) for *_, stated in read),
         str(path),
         [r["id"] for r in rows],
     )

@@ -40,9 +40,13 @@ class ReplayConfig(RunConfig):
     """direct | two-stage | two-stage-trained | two-stage-scored | two-stage-overlap |
     direct-trained | two-stage-read | two-stage-proposed (the last six need an ``extract-stages``
     adapter)."""
-    threshold: float = 0.5
-    """two-stage-scored: the probability a pair needs to be selected; a LOO run places it on
-    validation data (``eval.calibration``) and writes it to its ``calibration/``."""
+    prior_weight: float = 0.0
+    """two-stage-scored: how much of the adapter's prior its selection divides out
+    (``operators.learned.pair_scores``); a LOO run places it on validation data
+    (``eval.calibration``) and writes it to its ``calibration/``."""
+    select_none: bool = True
+    """two-stage-scored: the empty answer may win, and a note select no pair; placed with
+    ``prior_weight``."""
     backend: BackendConfig = field(default_factory=BackendConfig)
     adapters: str | None = None
     """A directory holding extract/, compare/ and update/; default: the trajectory's LOO fold."""
@@ -124,7 +128,8 @@ class LooConfig(TrainingRun):
     """The two-stage modes keep no selected pair whose slot's type the note holds no value of
     (``LearnedOperators.typed_selection``); false scores the selection as the adapter made it."""
     calibration_notes: int = CALIBRATION_NOTES
-    """two-stage-scored: validation notes whose every catalog pair places the threshold."""
+    """two-stage-scored: validation notes whose stage-1 answers place the selection's reading
+    (its prior weight, and whether the empty answer may win)."""
     contract: list[str] = field(default_factory=lambda: list(CONTRACT_VARIANTS))
     """The variants scored on the contract suite's test part (``eval/contract.py``), with the
     first set of adapters the run loads; [] scores none."""

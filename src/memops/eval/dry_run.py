@@ -116,7 +116,7 @@ def describe_loo(cfg: LooConfig, plan: dict[str, Any]) -> str:
         )
     for c in plan["calibrate"]:
         what = "placed already" if c["placed"] else f"{c['notes']} validation notes, each against its catalog"
-        lines.append(f"calibrate the scoring threshold of {c['fold']}'s adapters: {what}")
+        lines.append(f"place the scoring selection's reading for {c['fold']}'s adapters: {what}")
     lines.append("score:")
     for s in plan["score"]:
         n = "test examples not built yet" if s["examples"] is None else f"{s['examples']} examples"

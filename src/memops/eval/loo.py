@@ -24,7 +24,7 @@ from memops.core.sessions import Episode
 from memops.data.manifest import fingerprint, write_manifest
 from memops.data.problems import DataError, Problem
 from memops.data.trajectory import load_trajectory
-from memops.eval.calibration import calibrate, calibration_json
+from memops.eval.calibration import calibrate, calibration_json, reading_name
 from memops.eval.config import LooConfig
 from memops.eval.contract import CONTRACT_RECORDS, score_contract
 from memops.eval.harness import ask_replays, load_test, replay_fold, score_fold
@@ -219,22 +219,29 @@ def check_settings(out: Path, records: Records, settings: dict[str, Any]) -> Non
     write_atomic(path, json.dumps(settings, indent=2, sort_keys=True) + "\n")
 
 
-def threshold(cfg: LooConfig, out: Path, fold: str, ops: LearnedOperators) -> float:
-    """The scoring selection's threshold for ``fold``'s adapters, placed on the validation split
-    of the fold they were trained on; written once under ``calibration/`` and read on resume."""
+def place_reading(cfg: LooConfig, out: Path, fold: str, ops: LearnedOperators) -> None:
+    """The scoring selection's reading (prior weight, empty answer or not) for ``fold``'s
+    adapters, placed on the validation split of the fold they were trained on; written once
+    under ``calibration/`` and read on resume."""
     path = out / "calibration" / f"{fold}.json"
     if not path.exists():
-        print(f"{fold}: placing the scoring threshold on validation notes", flush=True)
+        print(f"{fold}: placing the scoring selection's reading on validation notes", flush=True)
         found = calibrate(ops, cfg.datasets_dir, fold, cfg.seed, cfg.calibration_notes)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, calibration_json(found))
     said = json.loads(path.read_text())
+    if "select_none" not in said:
+        raise RecordsError(
+            f"{path}: placed by an older selection, which read its answers otherwise; remove it"
+        )
+    ops.prior_weight, ops.select_none = float(said["prior_weight"]), bool(said["select_none"])
+    reading = reading_name(ops.prior_weight, ops.select_none)
     print(
-        f"{fold}: scoring threshold {said['threshold']:.3f} (validation precision {said['precision']:.2f}, "
-        f"recall {said['recall']:.2f}, {said['notes']} notes)",
+        f"{fold}: scoring selection reads prior weight {reading} (validation selection F1 "
+        f"{said['f1'][reading]:.2f}, precision {said['precision']:.2f}, recall {said['recall']:.2f}, "
+        f"{said['notes']} notes)",
         flush=True,
     )
-    return float(said["threshold"])
 
 
 PHASES = (
@@ -378,7 +385,7 @@ def score_set(
         while True:
             if uncalibrated and mode_adapter("two-stage-scored") not in missing:
                 with timed(phases, "calibration"):
-                    ops.threshold = threshold(cfg, out, owner[mode_adapter("two-stage-scored")], ops)
+                    place_reading(cfg, out, owner[mode_adapter("two-stage-scored")], ops)
                 uncalibrated = False
             for fold, episode in episodes.items():
                 with timed(phases, "operators"):

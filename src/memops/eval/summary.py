@@ -147,7 +147,7 @@ def selection(records: list[Record]) -> dict[str, dict[str, dict[str, float | in
 
 def pair_auc(stated: list[float], other: list[float]) -> float | None:
     """The chance that a stated pair scores above another pair of its note's catalog (ties count
-    half): 0.5 is no ranking at all, whatever the threshold."""
+    half): 0.5 is no ranking at all, whatever a selection keeps."""
     if not stated or not other:
         return None
     wins = sum((a > b) + 0.5 * (a == b) for a in stated for b in other)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -25,7 +26,14 @@ from memops.memory.compare import scope
 from memops.memory.state import Entry, Item, Same, rule
 from memops.operators.backends import BASE, Backend, Completion, Messages, Odds, Probe, Request
 from memops.operators.offsets import Offsets
-from memops.operators.prompts import fill_messages, note_block, select_messages, selection_answers
+from memops.operators.prompts import (
+    BLANKS,
+    blank_notes,
+    fill_messages,
+    note_block,
+    select_messages,
+    selection_answers,
+)
 from memops.operators.registry import COMPARE, DECISIONS, EXTRACT, STAGES_ADAPTER, UPDATE, Operator
 from memops.operators.schemas import (
     MAX_PAIRS,
@@ -81,8 +89,9 @@ EXTRACT_MODES: tuple[ExtractMode, ...] = get_args(ExtractMode)
 grammars, on the extract adapter (trained on direct prompts only: the grammar alone carries the
 procedure). ``two-stage-trained``: the same calls on the ``extract-stages`` adapter, trained on
 the stage prompts too. ``two-stage-scored``: on the same adapter, stage 1 reads instead of
-decoding: each catalog pair is scored by the probability that the stage-1 answer is that pair
-alone, and the pairs at least ``threshold`` likely are kept; stage 2 fills them as
+decoding: each stage-1 answer of one pair, and the empty answer, is scored by how much likelier
+the note makes it than a note that says nothing does (``pair_scores``), and the likeliest answer
+is kept (``likeliest``); stage 2 fills its pair as
 ``two-stage-trained`` does. ``two-stage-overlap``: no model in stage 1, the catalog pair whose
 words the note uses most (``overlap_scores``), filled as ``two-stage-trained`` does: the floor a
 learned selection has to clear. ``direct-trained``: ``direct``'s one call on the ``extract-stages``
@@ -184,7 +193,7 @@ class Extraction:
     selected: list[str] = field(default_factory=list)
     """The ``entity.slot`` pairs stage 1 chose (direct: the pairs the claims name)."""
     scores: dict[str, float] = field(default_factory=dict)
-    """A scoring selection's probability per catalog pair (``LearnedOperators.score_pairs``)."""
+    """A scoring selection's score per catalog pair (``pair_scores``; the overlap's share of words)."""
 
     @property
     def error(self) -> str | None:
@@ -221,6 +230,33 @@ def overlap_selection(note: Note, catalog: Catalog) -> Extraction:
     raw = Selection(pairs=selected).model_dump_json()
     call = Outcome("overlap", select_messages(note, catalog), raw, None, None, 0.0, 0)
     return Extraction([], [call], selected, scores)
+
+
+FLOOR = 1e-12
+"""The least probability a score's logarithm reads: a backend's probability can underflow to 0."""
+
+
+def pair_scores(probs: Sequence[float], prior: Sequence[float] | None, weight: float) -> list[float]:
+    """Each answer's score, ``log p(answer | note) - weight * log p(answer | blank note)``: what
+    the note adds to what the adapter answers with nothing to read, whose favourite pairs would
+    otherwise win any note that does not name its own (contextual calibration). Without a
+    prior, the log-probability alone."""
+    prior = prior if prior is not None else [1.0] * len(probs)
+    return [
+        math.log(max(p, FLOOR)) - weight * math.log(max(q, FLOOR)) for p, q in zip(probs, prior, strict=True)
+    ]
+
+
+def likeliest(pairs: Sequence[str], scores: Sequence[float], none: bool = True) -> list[str]:
+    """The selection of highest score (``scores``: one per pair, then the empty answer's): the
+    likeliest pair with every pair tied with it, at most ``MAX_PAIRS`` (an oracle is certain
+    of each pair a note states), or, with ``none``, no pair where the empty answer scores
+    higher."""
+    *by_pair, empty = scores
+    top = max(by_pair, default=empty)
+    if (none and empty > top) or not by_pair:
+        return []
+    return [p for p, s in zip(pairs, by_pair, strict=True) if s == top][:MAX_PAIRS]
 
 
 def proposals(note: Note, catalog: Catalog) -> dict[str, list[str]] | None:
@@ -413,9 +449,13 @@ class LearnedOperators:
     a note that names no licence does not state ``project.license``, whatever the selection said.
     Off by default: on the mined held-out notes it doubled stage 1's precision and lost claim F1
     (docs/results.md)."""
-    threshold: float = 0.5
-    """A scoring selection keeps a pair at least this likely: chosen on validation data
-    (``eval.calibration``), never on the held-out fold."""
+    prior_weight: float = 0.0
+    """How much of the adapter's prior a scoring selection divides out (``pair_scores``): placed
+    on validation data (``eval.calibration``), never on the held-out fold. 0 reads the answers'
+    probabilities as they are and asks no blank note."""
+    select_none: bool = True
+    """A scoring selection may keep the empty answer, and select no pair, where it scores
+    highest; false keeps the likeliest pair of every note. Placed with ``prior_weight``."""
     calls: Counter[str] = field(default_factory=Counter)
     """Operator calls per step, answered by the model or from ``answers``."""
     answers: dict[str, Completion] = field(default_factory=dict)
@@ -702,27 +742,44 @@ class LearnedOperators:
         return json.dumps(astuple(probe), sort_keys=True)
 
     def score_pairs(self, notes: Sequence[Sourced], adapter: str = STAGES_ADAPTER) -> list[Extraction]:
-        """Stage 1 by scoring: the stage-1 prompt read once per note, each catalog pair scored
-        by the probability that the answer is that pair alone (``selection_answers``, beside
-        the empty answer; ``scores``). The pairs at ``threshold`` or above are selected, most
-        likely first, at most ``MAX_PAIRS``. The call's answer is that selection: a backend that
-        reads other probabilities shows in parity only when a selection moves."""
+        """Stage 1 by scoring: the stage-1 prompt read once per note, each stage-1 answer of one
+        catalog pair and the empty answer (``selection_answers``) weighed, divided by the
+        adapter's prior (``priors``, ``prior_weight``), and the likeliest kept (``likeliest``,
+        ``select_none``).
+        The call's answer is that selection: a backend that reads other probabilities shows in
+        parity only when a selection moves."""
         asks = [
             (adapter, select_messages(note, catalog), selection_answers(catalog.pairs()))
             for note, catalog in notes
         ]
+        priors = self.priors(asks) if self.prior_weight else [None] * len(asks)
         out = []
-        for (_, catalog), (_, messages, _), odds in zip(notes, asks, self.probe("score", asks), strict=True):
+        for (_, catalog), (_, messages, _), odds, prior in zip(
+            notes, asks, self.probe("score", asks), priors, strict=True
+        ):
             if odds.refused:
                 error = f"refused by the backend: {odds.refused}"
                 out.append(Extraction([], [Outcome("score", messages, "", None, error, odds.latency_s, 0)]))
                 continue
-            scores = dict(zip(catalog.pairs(), odds.probs[:-1], strict=True))  # last: the empty answer
-            ranked = sorted(scores, key=lambda pair: -scores[pair])
-            selected = [p for p in ranked if scores[p] >= self.threshold][:MAX_PAIRS]
+            scores = pair_scores(odds.probs, prior, self.prior_weight)
+            selected = likeliest(catalog.pairs(), scores, self.select_none)
             raw = Selection(pairs=selected).model_dump_json()
             call = Outcome("score", messages, raw, None, None, odds.latency_s, 0)
-            out.append(Extraction([], [call], selected, scores))
+            out.append(Extraction([], [call], selected, dict(zip(catalog.pairs(), scores[:-1], strict=True))))
+        return out
+
+    def priors(self, asks: Sequence[tuple[str, Messages, tuple[str, ...]]]) -> list[tuple[float, ...] | None]:
+        """Per scoring ask, the adapter's prior over its options: their mean probability after
+        each blank note (``blank_notes``), which share a catalog's prompt, so a catalog is read
+        ``len(BLANKS)`` times whatever its notes. None where the backend refused a blank: that
+        note is read on its own probabilities."""
+        blanks = [(a, m, options) for a, messages, options in asks for m in blank_notes(messages)]
+        odds = self.probe("prior", blanks)
+        out: list[tuple[float, ...] | None] = []
+        for i in range(0, len(odds), len(BLANKS)):
+            read = odds[i : i + len(BLANKS)]
+            mean = (sum(ps) / len(read) for ps in zip(*(o.probs for o in read), strict=True))
+            out.append(None if any(o.refused for o in read) else tuple(mean))
         return out
 
     def select(self, notes: Sequence[Sourced], adapter: str = "extract") -> list[Outcome]:

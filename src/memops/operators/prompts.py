@@ -65,8 +65,12 @@ def catalog_block(catalog: Catalog) -> str:
     return "\n".join(f"- {e.pair}: {e.description}" for e in catalog.entries)
 
 
+NOTE_HEADER = "\n\nNote:\n"
+"""Where an extract prompt's user message turns from the catalog to the note."""
+
+
 def extract_messages(note: Note, catalog: Catalog) -> Messages:
-    user = f"Catalog:\n{catalog_block(catalog)}\n\nNote:\n{note_block(note)}"
+    user = f"Catalog:\n{catalog_block(catalog)}{NOTE_HEADER}{note_block(note)}"
     return [{"role": "system", "content": EXTRACT_SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -113,11 +117,33 @@ def fill_messages(note: Note, catalog: Catalog, pair: str) -> Messages:
 CATALOG_LINE = re.compile(r"^- ([^:\s]+\.[^:\s]+): ", re.MULTILINE)
 
 
+BLANKS = ("N/A", "", "[none]")
+"""What a note that says nothing says: its title and text in the prompts that read how likely
+each stage-1 answer is before any note is read (``blank_notes``)."""
+BLANK_AT = "2000-01-01T00:00:00+00:00"
+
+
+def blank_notes(messages: Messages) -> list[Messages]:
+    """A stage prompt with its note replaced by each of the ``BLANKS`` (one date, no commit, no
+    files), its catalog and task kept: what the adapter answers with nothing to read is its own
+    prior over the answers, the same for every note of a catalog (contextual calibration)."""
+    user = messages[-1]["content"]
+    head, rest = user.split(NOTE_HEADER, 1)
+    task = rest.rsplit("\n\n", 1)[1]  # the task is the last paragraph (``with_task``)
+    out = []
+    for blank in BLANKS:
+        note = Note(id="blank", at=BLANK_AT, title=blank, text=blank)
+        out.append(
+            [*messages[:-1], {"role": "user", "content": f"{head}{NOTE_HEADER}{note_block(note)}\n\n{task}"}]
+        )
+    return out
+
+
 def catalog_pairs(messages: Messages) -> list[str]:
     """The ``entity.slot`` pairs an extract prompt's catalog lists (``catalog_block`` read back):
     what a scoring selection asks about when all it holds is a dataset's prompt."""
     user = messages[-1]["content"]
-    block = user[: user.index("\n\nNote:\n")]
+    block = user[: user.index(NOTE_HEADER)]
     return CATALOG_LINE.findall(block)
 
 

@@ -312,7 +312,7 @@ class HFBackend:
 
     def _stem(self, adapter: str, text: str, row: list[int]) -> tuple[int, Layers] | None:
         """The longest stem of a prompt ``text`` (tokens ``row``) kept under ``adapter``, if any.
-        A probe keeps none of its own: the threshold's calibration probes notes that no other
+        A probe keeps none of its own: the prior weight's calibration probes notes that no other
         call asks about, and their stems, run apart, made it a quarter slower."""
         ends = stem_ends(self.tokenizer, text, row) if self.stems is not None else []
         return next(((n, kept) for n in reversed(ends) if (kept := self.stems.get(adapter, row[:n]))), None)
