@@ -51,7 +51,7 @@ class Calibration:
     source: str
     """The validation file the notes came from."""
     examples: list[str]
-    """The ids of the notes used, to show where the weight came from."""
+    """The ids of the notes used, to show where the reading came from."""
 
 
 def validation_notes(
@@ -79,17 +79,16 @@ def calibrate(
     fold) on the ``extract-stages`` adapter, with the probes inference sends, and the blank
     notes' prior beside them; keep the reading whose selections score the highest F1."""
     path, rows = validation_notes(datasets_dir, fold, n, seed)
-    asks, gold = [], []
+    asks, known = [], []
     for row in rows:
         stated = {f"{c['entity']}.{c['slot']}" for c in json.loads(row["completion"][0]["content"])["claims"]}
         pairs = catalog_pairs(row["prompt"])
         asks.append((STAGES_ADAPTER, with_task(row["prompt"], SELECT_TASK), selection_answers(pairs)))
-        gold.append(stated)
+        known.append((pairs, stated))
     odds = ops.probe("calibrate", asks)
-    priors = ops.priors(asks)
     read = [
-        (catalog_pairs(messages), o.probs, prior, stated)
-        for (_, messages, _), o, prior, stated in zip(asks, odds, priors, gold, strict=True)
+        (pairs, o.probs, prior, stated)
+        for (pairs, stated), o, prior in zip(known, odds, ops.priors(asks), strict=True)
         if not o.refused
     ]
     found = {

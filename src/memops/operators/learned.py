@@ -745,9 +745,8 @@ class LearnedOperators:
         """Stage 1 by scoring: the stage-1 prompt read once per note, each stage-1 answer of one
         catalog pair and the empty answer (``selection_answers``) weighed, divided by the
         adapter's prior (``priors``, ``prior_weight``), and the likeliest kept (``likeliest``,
-        ``select_none``).
-        The call's answer is that selection: a backend that reads other probabilities shows in
-        parity only when a selection moves."""
+        ``select_none``). The call's answer is that selection: a backend that reads other
+        probabilities shows in parity only when a selection moves."""
         asks = [
             (adapter, select_messages(note, catalog), selection_answers(catalog.pairs()))
             for note, catalog in notes

@@ -127,14 +127,13 @@ def blank_notes(messages: Messages) -> list[Messages]:
     """A stage prompt with its note replaced by each of the ``BLANKS`` (one date, no commit, no
     files), its catalog and task kept: what the adapter answers with nothing to read is its own
     prior over the answers, the same for every note of a catalog (contextual calibration)."""
-    user = messages[-1]["content"]
-    head, rest = user.split(NOTE_HEADER, 1)
+    head, rest = messages[-1]["content"].split(NOTE_HEADER, 1)
     task = rest.rsplit("\n\n", 1)[1]  # the task is the last paragraph (``with_task``)
     out = []
     for blank in BLANKS:
-        note = Note(id="blank", at=BLANK_AT, title=blank, text=blank)
+        note = note_block(Note(id="blank", at=BLANK_AT, title=blank, text=blank))
         out.append(
-            [*messages[:-1], {"role": "user", "content": f"{head}{NOTE_HEADER}{note_block(note)}\n\n{task}"}]
+            with_task([*messages[:-1], {"role": "user", "content": f"{head}{NOTE_HEADER}{note}"}], task)
         )
     return out
 
