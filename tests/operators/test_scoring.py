@@ -17,7 +17,7 @@ import pytest
 from memops.core.models import model_config
 from memops.core.records import Catalog, CatalogEntry, Note
 from memops.data.trajectory import load_trajectory
-from memops.eval.calibration import READINGS, calibrate, reading_name, selection_f1
+from memops.eval.calibration import READINGS, calibrate, reading_name, selection_f1, validation_notes
 from memops.operators.backends import BackendError, Probe, parting
 from memops.operators.backends.hf import HFBackend, prompt_text
 from memops.operators.backends.prefixes import PACK_TOKENS, packs, read_continuations, shared_prefixes
@@ -297,6 +297,24 @@ def test_the_prior_weight_is_placed_on_validation_notes_without_touching_the_hel
     for test_split in (datasets / FOLD).glob("*/test.jsonl"):
         test_split.write_text("not a record\n")
     assert calibrate(LearnedOperators(backend), datasets, FOLD, seed=0, n=3) == before
+
+
+def test_the_reading_is_placed_on_real_notes_where_the_validation_split_holds_any(tmp_path: Path) -> None:
+    """With ``real_validation`` the split holds real commit notes beside the scenarios': the
+    reading is placed on those alone, as the notes it will be scored on are real; without them,
+    on the scenarios'."""
+    split = tmp_path / "synthetic" / "extract" / "validation.jsonl"
+    split.parent.mkdir(parents=True)
+    sources = ("synthetic", "trajectory")
+    rows = [{"id": f"{source}-{i}", "source": source} for i in range(6) for source in sources]
+    split.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    _, drawn = validation_notes(tmp_path, "synthetic", 4, seed=0)
+    assert len(drawn) == 4 and {row["source"] for row in drawn} == {"trajectory"}
+    _, everything = validation_notes(tmp_path, "synthetic", 100, seed=0)
+    assert [row["id"] for row in everything] == [f"trajectory-{i}" for i in range(6)]
+    split.write_text("".join(json.dumps(row) + "\n" for row in rows if row["source"] == "synthetic"))
+    _, scenarios = validation_notes(tmp_path, "synthetic", 4, seed=0)
+    assert len(scenarios) == 4 and {row["source"] for row in scenarios} == {"synthetic"}
 
 
 def test_header_lines_inside_a_note_cannot_pass_for_its_header(episode) -> None:

@@ -5,7 +5,8 @@ adapter's prior, that probability divided by the prior to the power ``prior_weig
 (``operators.learned.pair_scores``), and may keep the empty answer or not (``select_none``).
 The reading kept is the one of ``READINGS`` whose selections reach the highest F1 over a
 sample of validation notes: the validation split of the fold the adapter was trained on, which
-holds no held-out trajectory (``data.build.check_leakage``). The held-out fold's own files are
+holds no held-out trajectory (``data.build.check_leakage``), its real trajectories' notes where
+it holds any (``real_validation=[mined-train]``). The held-out fold's own files are
 never read here, so no held-out label can move the reading.
 """
 
@@ -57,9 +58,13 @@ class Calibration:
 def validation_notes(
     datasets_dir: str | Path, fold: str, n: int, seed: int
 ) -> tuple[Path, list[dict[str, Any]]]:
-    """``n`` direct extract examples of a training fold's validation split, drawn with ``seed``."""
+    """``n`` direct extract examples of a training fold's validation split, drawn with ``seed``:
+    of its real trajectories (``real_validation``) where it holds any, since the notes a reading
+    is scored on are real commit notes, each stating a claim; else of its scenarios, one in six of
+    whose notes are chatter."""
     path = dataset_dir(datasets_dir, fold, EXTRACT.name) / "validation.jsonl"
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    rows = [row for row in rows if row["source"] != "synthetic"] or rows
     chosen = sorted(random.Random(seed).sample(range(len(rows)), min(n, len(rows))))
     return path, [rows[i] for i in chosen]
 
