@@ -25,7 +25,8 @@ from memops.operators.registry import EXTRACT, STAGES_ADAPTER
 
 CALIBRATION_NOTES = 128
 """Validation notes read for the reading: one probe per note, and one per blank note of each
-catalog (``operators.prompts.BLANKS``); about 110 stated pairs on the synthetic fold."""
+catalog (``operators.prompts.BLANKS``); they state 110-120 pairs drawn from the scenarios, about
+145 from the mined training repositories."""
 PRIOR_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 """The weights tried: 0 reads the probabilities as they are, 1 divides the whole prior out."""
 READINGS = tuple((weight, none) for none in (True, False) for weight in PRIOR_WEIGHTS)
