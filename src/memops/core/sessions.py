@@ -18,6 +18,14 @@ from memops.memory.claims import BranchName, Claim, Env, Identifier, Key, Timest
 from memops.memory.state import Decision, Entry, Judge, StateMemory, keep_current
 
 Source = Literal["synthetic", "trajectory"]
+
+
+def is_real(source: str) -> bool:
+    """Whether an episode, or an example made from one, comes from a real commit history rather
+    than a synthetic scenario: what a split's real rows (``real_validation``) and twins key on."""
+    return source != "synthetic"
+
+
 QueryType = Literal["current-state", "scoped-state", "provenance", "temporal", "stale-suppression"]
 QUERY_TYPES: tuple[QueryType, ...] = (
     "current-state",

@@ -21,7 +21,7 @@ from typing import Any
 from tqdm import tqdm
 
 from memops.core.folds import Fold
-from memops.core.sessions import Episode
+from memops.core.sessions import Episode, is_real
 from memops.data.realism import baseline_markdown, one_input_baseline, realism, realism_markdown
 from memops.operators.contract import NO_CONTRACT, ContractDraw
 from memops.operators.examples import Example, stage_examples
@@ -116,7 +116,7 @@ def fold_splits(
 def trained_only(row: Example) -> bool:
     """A row only a train split holds: a value twin of a trajectory's pair
     (``ContractDraw.real_twins``). A real pair is validated on and scored as it was written."""
-    return row["source"] != "synthetic" and "twin_of" in json.loads(row["inputs"])
+    return is_real(row["source"]) and "twin_of" in json.loads(row["inputs"])
 
 
 def check_leakage(held_out: Episode, splits: dict[str, list[Example]]) -> None:
@@ -265,7 +265,7 @@ def card(
     train = [e for e in synthetic if not is_validation(e.id, validation_fraction)]
     tests = {
         "synthetic validation": [e for e in synthetic if is_validation(e.id, validation_fraction)],
-        "trajectories": [e for e in episodes if e.source != "synthetic"],
+        "trajectories": [e for e in episodes if is_real(e.source)],
     }
     return {
         "length_unit": unit,

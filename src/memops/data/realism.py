@@ -22,7 +22,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from memops.core.sessions import Episode
+from memops.core.sessions import Episode, is_real
 from memops.memory import norm
 from memops.operators.examples import Example
 from memops.operators.prompts import INCOMING_HEADER, SECOND_HEADER
@@ -86,7 +86,7 @@ def realism(
     """Source -> its realism row: ``synthetic`` (every scenario), then each trajectory."""
     synthetic = [e for e in episodes if e.source == "synthetic"]
     groups = {"synthetic": synthetic} if synthetic else {}
-    groups |= {e.id: [e] for e in episodes if e.source != "synthetic"}
+    groups |= {e.id: [e] for e in episodes if is_real(e.source)}
     ops = tuple(ops)
     return {
         name: source_realism(group, {op: [r["label"] for r in examples(op, group)] for op in ops})

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memops.core.layout import dataset_dir
+from memops.core.sessions import is_real
 from memops.operators.learned import LearnedOperators, likeliest, pair_scores
 from memops.operators.prompts import SELECT_TASK, catalog_pairs, selection_answers, with_task
 from memops.operators.registry import EXTRACT, STAGES_ADAPTER
@@ -65,7 +66,7 @@ def validation_notes(
     whose notes are chatter."""
     path = dataset_dir(datasets_dir, fold, EXTRACT.name) / "validation.jsonl"
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    rows = [row for row in rows if row["source"] != "synthetic"] or rows
+    rows = [row for row in rows if is_real(row["source"])] or rows
     chosen = sorted(random.Random(seed).sample(range(len(rows)), min(n, len(rows))))
     return path, [rows[i] for i in chosen]
 

@@ -32,6 +32,7 @@ from memops.core.layout import (
 )
 from memops.core.locks import beside, exclusive
 from memops.core.models import LoraSpec, load_model
+from memops.core.sessions import is_real
 from memops.memory.claims import Claim
 from memops.operators.adapters import collapse_warning
 from memops.operators.examples import example_id
@@ -151,10 +152,10 @@ def load_splits(cfg: TrainConfig):  # -> (train, validation, fingerprint, real v
         train = balanced(train, cfg.seed, OPERATORS[cfg.op.name] if cfg.balance_standing else None)
     validation, real = dd["validation"], []
     sources = validation["source"] if "source" in validation.column_names else []
-    if any(source != "synthetic" for source in sources):
-        rows = [i for i, source in enumerate(sources) if source != "synthetic"]
+    if any(map(is_real, sources)):
+        rows = [i for i, source in enumerate(sources) if is_real(source)]
         real = validation.select(rows).select_columns(read).to_list()
-        validation = validation.select([i for i, source in enumerate(sources) if source == "synthetic"])
+        validation = validation.select([i for i, source in enumerate(sources) if not is_real(source)])
     if cfg.max_eval_samples is not None and cfg.max_eval_samples < len(validation):
         validation = validation.shuffle(seed=cfg.seed).select(range(cfg.max_eval_samples))
     return (
