@@ -369,8 +369,17 @@ def test_config_errors_are_clear(override: str, message: str) -> None:
 
 
 def test_missing_dataset_names_the_build_command(tmp_path: Path, tiny_model: Path) -> None:
-    proc = launch("model=tiny", "op=extract", f"datasets_dir={tmp_path}", "prepare=false", accelerate=False)
+    """Said before the training stack loads: Python lists every import it makes on stderr
+    (``PYTHONPROFILEIMPORTTIME``), and neither TRL nor transformers' trackers are among them."""
+    proc = launch(
+        "model=tiny", "op=extract", f"datasets_dir={tmp_path}", "prepare=false",
+        accelerate=False, PYTHONPROFILEIMPORTTIME="1",
+    )  # fmt: skip
     assert proc.returncode == 2 and "memops build-data" in proc.stderr
+    timed = [line for line in proc.stderr.splitlines() if line.startswith("import time:")]
+    imported = {line.rsplit("|", 1)[1].strip() for line in timed}
+    assert "memops.train.recipe" in imported
+    assert not imported & {"trl", "transformers.integrations.integration_utils"}
 
 
 def test_prepare_builds_missing_datasets_or_names_the_missing_export(

@@ -130,15 +130,21 @@ TRAINED_COLUMNS = ("prompt", "completion")
 """What the trainer reads of a row: the chat and the answer it learns."""
 
 
+def require_dataset(cfg: TrainConfig) -> Path:
+    """The adapter's published dataset folder; a missing one is named with the command that builds it."""
+    path = dataset_dir(cfg.datasets_dir, cfg.fold, cfg.op.name)
+    if not (path / "dataset_dict.json").exists():
+        raise FileNotFoundError(f"no dataset at {path}; build it with: memops build-data")
+    return path
+
+
 def load_splits(cfg: TrainConfig):  # -> (train, validation, fingerprint, real validation rows)
     """The train split, the validation split's scenarios (at most ``max_eval_samples`` of them:
     the evaluation loss) and its rows of real trajectories (``real_validation``), which a decision
     adapter's answers are read on whole."""
     from datasets import load_from_disk
 
-    path = dataset_dir(cfg.datasets_dir, cfg.fold, cfg.op.name)
-    if not (path / "dataset_dict.json").exists():
-        raise FileNotFoundError(f"no dataset at {path}; build it with: memops build-data")
+    path = require_dataset(cfg)
     # In memory, so the trainer's shuffles, selections and tokenizing maps never write cache
     # files into the published folder (which may be shared or read-only); the sets are small.
     dd = load_from_disk(str(path), keep_in_memory=True)
@@ -482,11 +488,6 @@ def save_adapter(trainer: Any, tokenizer: Any, out: Path) -> bool:
 
 
 def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str, Any] | None:
-    from transformers import set_seed
-    from trl import SFTTrainer
-
-    from memops.data.manifest import write_manifest
-
     if adapter_finished(out) and not cfg.overwrite:
         if requeued():  # the job was requeued after the adapter was saved: nothing is left to do
             print(f"{out} was finished before this requeue; leaving it as it is", flush=True)
@@ -497,6 +498,14 @@ def _train(cfg: TrainConfig, out: Path, overrides: list[str] | None) -> dict[str
 
     if cfg.prepare:
         prepare(cfg)
+    require_dataset(cfg)
+    # The training stack loads only now (about 12 s of imports on 2 cores): a finished adapter,
+    # a missing dataset or export is said before it.
+    from transformers import set_seed
+    from trl import SFTTrainer
+
+    from memops.data.manifest import write_manifest
+
     threads = deterministic_cpu()
     set_seed(cfg.seed)
     train_ds, eval_ds, data_fingerprint, real = load_splits(cfg)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from memops.core.extras import installed
+
 NONE = "none"
 TENSORBOARD = "tensorboard"
 HELDOUT_EVENTS = "tensorboard"
@@ -25,8 +27,8 @@ class TrackerError(RuntimeError):
 
 def check_tracker(report_to: str) -> None:
     """Fail with the install command when ``report_to`` names a tracker that is missing or unknown."""
-    if report_to == NONE:
-        return
+    if report_to == NONE or (report_to == TENSORBOARD and installed("tensorboard")):
+        return  # the default is said without loading transformers' trackers (7 s of imports)
     from transformers.integrations.integration_utils import (
         INTEGRATION_TO_CALLBACK,
         get_available_reporting_integrations,
