@@ -374,11 +374,16 @@ def test_a_run_naming_a_real_trajectory_count_reads_the_datasets_it_built(
     export_dir: Path, tmp_path: Path
 ) -> None:
     """``real_trajectories=k`` once built its datasets with k and then refused them as built with
-    k where the run had None (benchmarks/data_scaling.py failed so on every count)."""
+    k where the run had None (benchmarks/data_scaling.py failed so on every count). It builds
+    the folds it reads alone: every default fold once was, and one could fail a run that never
+    read it."""
     cfg = config(tmp_path, tmp_path / "datasets", export_dir)
     cfg.real_trajectories = 1
     summary = evaluate(cfg)
     assert summary["folds"][FOLDS[0]]["symbolic"]["compare"]["mean"] == 1.0
+    built = json.loads((tmp_path / "datasets" / "manifest.json").read_text())["config"]
+    assert built["folds"] == FOLDS and built["real_trajectories"] == 1
+    assert sorted(p.name for p in (tmp_path / "datasets").iterdir() if p.is_dir()) == FOLDS
     cfg.real_trajectories, cfg.run = 2, "other"
     with pytest.raises(DataError, match=r"this run has real_trajectories=2 \(built with 1\)"):
         evaluate(cfg)

@@ -43,11 +43,18 @@ from memops.train.config import train_config
 from memops.train.tracking import HELDOUT_EVENTS, TENSORBOARD, check_tracker, log_scalars
 
 
-def build_datasets(cfg: LooConfig) -> None:
+def build_datasets(cfg: LooConfig, missing: list[str]) -> None:
+    """Build the ``missing`` folds the run needs: those alone into a fresh folder or beside folds
+    built with the run's settings; every fold where the folder was built otherwise, which a
+    partial build may not mix with (``data.pipeline.check_partial_rebuild``)."""
+    from memops.data.pipeline import BUILD_KEYS, built_otherwise
     from memops.data.pipeline import build as build_data
 
-    print(f"building datasets into {cfg.datasets_dir}", flush=True)
-    build_data(cfg.data(progress=cfg.progress))
+    data = cfg.data(progress=cfg.progress)
+    if not built_otherwise(data, BUILD_KEYS):
+        data = cfg.data(folds=missing, progress=cfg.progress)
+    print(f"building datasets into {cfg.datasets_dir}: {', '.join(data.folds)}", flush=True)
+    build_data(data)
 
 
 RUN_DATA_KEYS = (
@@ -306,7 +313,7 @@ def prepare(
     plan = steps(cfg, trains)
     if plan.unbuilt:
         with timed(phases, "datasets"):
-            build_datasets(cfg)
+            build_datasets(cfg, plan.unbuilt)
         plan = steps(cfg, trains)  # the reused adapters' data checked, now built
     check_datasets(cfg)
     settings = run_settings(cfg)
