@@ -28,7 +28,7 @@ class TrackerError(RuntimeError):
 def check_tracker(report_to: str) -> None:
     """Fail with the install command when ``report_to`` names a tracker that is missing or unknown."""
     if report_to == NONE or (report_to == TENSORBOARD and installed("tensorboard")):
-        return  # the default is said without loading transformers' trackers (7 s of imports)
+        return  # the default, checked without loading transformers' tracker table (7 s of imports)
     from transformers.integrations.integration_utils import (
         INTEGRATION_TO_CALLBACK,
         get_available_reporting_integrations,
