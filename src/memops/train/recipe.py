@@ -158,8 +158,7 @@ def load_splits(cfg: TrainConfig):  # -> (train, validation, fingerprint, real v
         train = balanced(train, cfg.seed, OPERATORS[cfg.op.name] if cfg.balance_standing else None)
     validation, real = dd["validation"], []
     sources = validation["source"] if "source" in validation.column_names else []
-    if any(map(is_real, sources)):
-        rows = [i for i, source in enumerate(sources) if is_real(source)]
+    if rows := [i for i, source in enumerate(sources) if is_real(source)]:
         real = validation.select(rows).select_columns(read).to_list()
         validation = validation.select([i for i, source in enumerate(sources) if not is_real(source)])
     if cfg.max_eval_samples is not None and cfg.max_eval_samples < len(validation):
