@@ -41,7 +41,9 @@ NO_LOCAL_LABELS := sed -E 's/^([^=]+==[^+]+)\+.*$$/\1/'
 # Installs go through uv (several times faster than pip on the same locked set): the uv on PATH,
 # else one pip puts into the venv first. UV=0 installs with pip. uv does not read pip's settings,
 # so a local wheel folder pip is pointed at (PIP_FIND_LINKS or pip's config: a CPU torch on disk)
-# is passed on.
+# is passed on. uv compiles each installed module to bytecode as pip does: a Python that may not
+# write its caches (PYTHONDONTWRITEBYTECODE, set in many containers) otherwise compiles torch,
+# transformers and vLLM from source in every process it starts.
 UV ?= 1
 # Expanded only when an install runs (asking pip's config costs every other target a pip start).
 FIND_LINKS = $(or $(PIP_FIND_LINKS),$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
@@ -49,7 +51,7 @@ ifeq ($(UV),0)
 INSTALL := $(BIN)/python -m pip install -q
 else
 INSTALL := $(BIN)/uv pip install -q
-UV_OPTS = --python $(BIN)/python $(foreach links,$(FIND_LINKS),--find-links $(links))
+UV_OPTS = --python $(BIN)/python --compile-bytecode $(foreach links,$(FIND_LINKS),--find-links $(links))
 endif
 
 $(STAMP): pyproject.toml $(LOCK)

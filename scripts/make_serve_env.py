@@ -74,15 +74,19 @@ def local_wheel(requirement: str) -> bool:
 def pip(python: Path, *args: str) -> None:
     """``pip <args>`` for the venv of ``python``, through uv where it is at hand (the venv's own or
     one on PATH; several times faster on the same locked set) unless ``UV=0``, else the venv's pip.
-    uv does not read pip's settings, so the local wheel folders pip is pointed at are passed on."""
+    uv does not read pip's settings, so the local wheel folders pip is pointed at are passed on,
+    and it is asked to compile what it installs to bytecode, as pip does: a Python that may not
+    write its caches (``PYTHONDONTWRITEBYTECODE``) would otherwise compile vLLM, torch and
+    transformers from source in each of the three processes of every server start."""
     uv = shutil.which("uv", path=str(python.parent)) or shutil.which("uv")
     if uv is None or os.environ.get("UV") == "0":
         subprocess.run([str(python), "-m", "pip", *args], check=True)
         return
     command, *rest = args
-    found = [arg for f in find_links() for arg in ("--find-links", f)] if command == "install" else []
     rest = [a for a in rest if a != "--yes"]  # uv's uninstall does not ask
-    subprocess.run([uv, "pip", command, "--python", str(python), *found, *rest], check=True)
+    if command == "install":
+        rest = [*(arg for f in find_links() for arg in ("--find-links", f)), "--compile-bytecode", *rest]
+    subprocess.run([uv, "pip", command, "--python", str(python), *rest], check=True)
 
 
 def make(venv_dir: Path, requirement: str, lock: Path | None = None) -> dict[str, str]:
