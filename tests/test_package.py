@@ -138,7 +138,8 @@ def test_gpu_1_installs_a_cuda_torch_into_a_venv_stamped_for_the_gpu(tmp_path: P
     assert gpu_stamp.removeprefix(".installed-gpu-") == cpu_stamp.removeprefix(".installed-cpu-")
     assert all("/uv pip install -q" in line for line in (gpu_torch, cpu_torch))
     # uv compiles what it installs, as pip does: imports read bytecode where Python may not write it.
-    assert all("--compile-bytecode" in line for line in gpu if "uv pip install" in line)
+    uv_installs = [line for run in (gpu, cpu) for line in run if "uv pip install" in line]
+    assert len(uv_installs) == 4 and all("--compile-bytecode" in line for line in uv_installs)
     with_pip = make_dry_run("venv", venv_dir, "UV=0")
     assert next(line for line in with_pip if " install -q torch" in line).split()[1:4] == [
         "-m",
