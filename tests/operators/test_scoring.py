@@ -17,7 +17,15 @@ import pytest
 from memops.core.models import model_config
 from memops.core.records import Catalog, CatalogEntry, Note
 from memops.data.trajectory import load_trajectory
-from memops.eval.calibration import READINGS, calibrate, reading_name, selection_f1, validation_notes
+from memops.eval.calibration import (
+    PRIOR_WEIGHTS,
+    READINGS,
+    calibrate,
+    reading_name,
+    reciprocal_rank,
+    selection_f1,
+    validation_notes,
+)
 from memops.operators.backends import BackendError, Probe, parting
 from memops.operators.backends.hf import HFBackend, prompt_text
 from memops.operators.backends.prefixes import PACK_TOKENS, packs, read_continuations, shared_prefixes
@@ -278,8 +286,9 @@ def test_the_prior_weight_is_placed_on_validation_notes_without_touching_the_hel
 ) -> None:
     """Calibrating the held-out fold's adapters reads its training fold's validation split: no
     note of the held-out trajectory is among those used, and a held-out test split replaced by
-    garbage changes nothing (reading it would fail). The reading kept scores the best F1 of those
-    tried, the first on a tie."""
+    garbage changes nothing (reading it would fail). The weight kept ranks the stated pairs
+    highest, the smallest on a tie; the empty answer is in play where its F1 at that weight is
+    at least the other's."""
     datasets = tmp_path / "datasets"
     shutil.copytree(small_datasets, datasets)
     backend = HFBackend.load(
@@ -288,33 +297,64 @@ def test_the_prior_weight_is_placed_on_validation_notes_without_touching_the_hel
     )
     ops = LearnedOperators(backend)
     before = calibrate(ops, datasets, FOLD, seed=0, n=3)
-    assert before.notes == 3 and before.stated > 0 and set(before.f1) == {reading_name(*r) for r in READINGS}
-    best = max(before.f1.values())
-    kept = (before.prior_weight, before.select_none)
-    assert kept == next(r for r in READINGS if before.f1[reading_name(*r)] == best)
-    assert all(FOLD not in example for example in before.examples)
+    assert before.notes == 3 and len(before.ranked) == 3 and before.stated > 0
+    assert set(before.f1) == {reading_name(*r) for r in READINGS}
+    assert set(before.ranking) == {str(w) for w in PRIOR_WEIGHTS}
+    assert all(0 < r <= 1 for r in before.ranking.values())
+    top = max(before.ranking.values())
+    assert before.prior_weight == next(w for w in PRIOR_WEIGHTS if before.ranking[str(w)] == top)
+    with_none, without = (before.f1[reading_name(before.prior_weight, none)] for none in (True, False))
+    assert before.select_none == (with_none >= without)
+    assert all(FOLD not in example for example in [*before.examples, *before.ranked])
     assert before.source == str(datasets / FOLD / "extract" / "validation.jsonl")
     for test_split in (datasets / FOLD).glob("*/test.jsonl"):
         test_split.write_text("not a record\n")
     assert calibrate(LearnedOperators(backend), datasets, FOLD, seed=0, n=3) == before
 
 
-def test_the_reading_is_placed_on_real_notes_where_the_validation_split_holds_any(tmp_path: Path) -> None:
+def test_a_reciprocal_rank_is_that_of_the_best_stated_pair() -> None:
+    """The empty answer's score does not rank, a tie counts in the stated pair's favour, and a
+    note whose pairs the catalog lacks ranks nothing."""
+    pairs = ["a.x", "b.x", "c.x"]
+    assert reciprocal_rank(pairs, [0.5, 0.9, 0.1, 5.0], {"a.x"}) == 0.5
+    assert reciprocal_rank(pairs, [0.5, 0.9, 0.1, 5.0], {"a.x", "b.x"}) == 1.0
+    assert reciprocal_rank(pairs, [0.9, 0.9, 0.1, 0.0], {"b.x"}) == 1.0
+    assert reciprocal_rank(pairs, [0.5, 0.9, 0.1, 0.0], {"c.x"}) == pytest.approx(1 / 3)
+    assert reciprocal_rank(pairs, [0.5, 0.9, 0.1, 0.0], {"d.x"}) == 0.0
+
+
+def test_the_weight_is_placed_on_scenarios_and_the_empty_answer_on_real_notes(tmp_path: Path) -> None:
     """With ``real_validation`` the split holds real commit notes beside the scenarios': the
-    reading is placed on those alone, as the notes it will be scored on are real; without them,
-    on the scenarios'."""
+    weight is placed on scenario notes that state a pair (chatter ranks nothing), the empty
+    answer on the real notes, as the notes it will be scored on are real; without them, both on
+    the scenarios' (the empty answer on chatter too); without scenarios, both on the real ones."""
     split = tmp_path / "synthetic" / "extract" / "validation.jsonl"
     split.parent.mkdir(parents=True)
-    sources = ("synthetic", "trajectory")
-    rows = [{"id": f"{source}-{i}", "source": source} for i in range(6) for source in sources]
-    split.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    _, drawn = validation_notes(tmp_path, "synthetic", 4, seed=0)
-    assert len(drawn) == 4 and {row["source"] for row in drawn} == {"trajectory"}
-    _, everything = validation_notes(tmp_path, "synthetic", 100, seed=0)
-    assert [row["id"] for row in everything] == [f"trajectory-{i}" for i in range(6)]
-    split.write_text("".join(json.dumps(row) + "\n" for row in rows if row["source"] == "synthetic"))
-    _, scenarios = validation_notes(tmp_path, "synthetic", 4, seed=0)
-    assert len(scenarios) == 4 and {row["source"] for row in scenarios} == {"synthetic"}
+
+    def row(source: str, i: int) -> dict:
+        claims = [] if source == "synthetic" and i % 3 == 0 else [{"entity": "e", "slot": f"s{i}"}]
+        return {
+            "id": f"{source}-{i}",
+            "source": source,
+            "completion": [{"content": json.dumps({"claims": claims})}],
+        }
+
+    def drawn(rows: list[dict], n: int) -> tuple[list[str], list[str]]:
+        split.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        _, ranked, answered = validation_notes(tmp_path, "synthetic", n, seed=0)
+        return [r["id"] for r in ranked], [r["id"] for r in answered]
+
+    scenarios, real = [row("synthetic", i) for i in range(9)], [row("trajectory", i) for i in range(6)]
+    stating = [f"synthetic-{i}" for i in range(9) if i % 3]
+    ranked, answered = drawn(scenarios + real, 100)
+    assert ranked == stating and answered == [f"trajectory-{i}" for i in range(6)]
+    ranked, answered = drawn(scenarios + real, 4)
+    assert len(ranked) == 4 and set(ranked) <= set(stating) and len(answered) == 4
+    assert {a.split("-")[0] for a in answered} == {"trajectory"}
+    ranked, answered = drawn(scenarios, 100)
+    assert ranked == stating and answered == [f"synthetic-{i}" for i in range(9)]
+    ranked, answered = drawn(real, 100)
+    assert ranked == answered == [f"trajectory-{i}" for i in range(6)]
 
 
 def test_header_lines_inside_a_note_cannot_pass_for_its_header(episode) -> None:

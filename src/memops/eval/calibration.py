@@ -3,11 +3,21 @@
 A scoring selection keeps the stage-1 answer whose probability the note raises most above the
 adapter's prior, that probability divided by the prior to the power ``prior_weight``
 (``operators.learned.pair_scores``), and may keep the empty answer or not (``select_none``).
-The reading kept is the one of ``READINGS`` whose selections reach the highest F1 over a
-sample of validation notes: the validation split of the fold the adapter was trained on, which
-holds no held-out trajectory (``data.build.check_leakage``), its real trajectories' notes where
-it holds any (``real_validation=[mined-train]``). The held-out fold's own files are
-never read here, so no held-out label can move the reading.
+The two are placed apart, each on the notes that can show it, from the validation split of the
+fold the adapter was trained on, which holds no held-out trajectory
+(``data.build.check_leakage``):
+
+- the weight is the one of ``PRIOR_WEIGHTS`` under which the pairs a note states rank highest
+  among its catalog's (mean reciprocal rank), over scenario notes that state a pair: the notes
+  the adapter was trained to read, where a rank is a reading of it and not noise (it selects
+  0.2 of the mined notes' pairs right), and which every pair's score informs, not only the top
+  one's;
+- whether the empty answer may win is the choice of the higher selection F1 at that weight, over
+  the notes the run will meet: the fold's real trajectories' notes where the split holds any
+  (``real_validation=[mined-train]``), which each state a claim, else the scenarios', one in six
+  of which is chatter.
+
+The held-out fold's own files are never read here, so no held-out label can move the reading.
 """
 
 from __future__ import annotations
@@ -25,9 +35,9 @@ from memops.operators.prompts import SELECT_TASK, catalog_pairs, selection_answe
 from memops.operators.registry import EXTRACT, STAGES_ADAPTER
 
 CALIBRATION_NOTES = 128
-"""Validation notes read for the reading: one probe per note, and one per blank note of each
-catalog (``operators.prompts.BLANKS``); they state 110-120 pairs drawn from the scenarios, about
-145 from the mined training repositories."""
+"""Validation notes read for each half of the reading: one probe per note, and one per blank
+note of each catalog (``operators.prompts.BLANKS``); they state 110-120 pairs drawn from the
+scenarios, about 145 from the mined training repositories."""
 PRIOR_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 """The weights tried: 0 reads the probabilities as they are, 1 divides the whole prior out."""
 READINGS = tuple((weight, none) for none in (True, False) for weight in PRIOR_WEIGHTS)
@@ -44,8 +54,12 @@ def reading_name(weight: float, none: bool) -> str:
 class Calibration:
     prior_weight: float
     select_none: bool
+    ranking: dict[str, float]
+    """Mean reciprocal rank of the stated pairs under each weight (``PRIOR_WEIGHTS``), over
+    ``ranked``: the weight kept is the highest, the smallest on a tie."""
     f1: dict[str, float]
-    """Selection F1 over the notes of each reading tried (``READINGS``, ``reading_name``)."""
+    """Selection F1 over ``examples`` of each reading (``READINGS``, ``reading_name``): of the
+    two at the weight kept, the higher decides the empty answer, in play on a tie."""
     precision: float
     recall: float
     notes: int
@@ -54,21 +68,35 @@ class Calibration:
     source: str
     """The validation file the notes came from."""
     examples: list[str]
-    """The ids of the notes used, to show where the reading came from."""
+    """The ids of the notes the empty answer was decided on, to show where the reading came from."""
+    ranked: list[str]
+    """The ids of the scenario notes the weight was placed on."""
+
+
+def stated_pairs(row: dict[str, Any]) -> set[str]:
+    """The ``entity.slot`` pairs a direct extract example's answer states."""
+    return {f"{c['entity']}.{c['slot']}" for c in json.loads(row["completion"][0]["content"])["claims"]}
+
+
+def _draw(rows: list[dict[str, Any]], n: int, seed: int) -> list[dict[str, Any]]:
+    chosen = sorted(random.Random(seed).sample(range(len(rows)), min(n, len(rows))))
+    return [rows[i] for i in chosen]
 
 
 def validation_notes(
     datasets_dir: str | Path, fold: str, n: int, seed: int
-) -> tuple[Path, list[dict[str, Any]]]:
-    """``n`` direct extract examples of a training fold's validation split, drawn with ``seed``:
-    of its real trajectories (``real_validation``) where it holds any, since the notes a reading
-    is scored on are real commit notes, each stating a claim; else of its scenarios, one in six of
-    whose notes are chatter."""
+) -> tuple[Path, list[dict[str, Any]], list[dict[str, Any]]]:
+    """``n`` direct extract examples of a training fold's validation split twice, each drawn with
+    ``seed``: scenario notes that state a pair, where the weight is placed (any note stating one
+    where the split holds no scenario); and the notes the empty answer is decided on, those of
+    its real trajectories (``real_validation``) where it holds any, since the notes a reading is
+    scored on are real commit notes, each stating a claim, else its scenarios'."""
     path = dataset_dir(datasets_dir, fold, EXTRACT.name) / "validation.jsonl"
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    rows = [row for row in rows if is_real(row["source"])] or rows
-    chosen = sorted(random.Random(seed).sample(range(len(rows)), min(n, len(rows))))
-    return path, [rows[i] for i in chosen]
+    stating = [row for row in rows if stated_pairs(row)]
+    ranked = [row for row in stating if not is_real(row["source"])] or stating
+    answered = [row for row in rows if is_real(row["source"])] or rows
+    return path, _draw(ranked, n, seed), _draw(answered, n, seed)
 
 
 def selection_f1(selected: list[list[str]], gold: list[set[str]]) -> tuple[float, float, float]:
@@ -79,43 +107,69 @@ def selection_f1(selected: list[list[str]], gold: list[set[str]]) -> tuple[float
     return precision, recall, 2 * hits / (chosen + stated) if hits else 0.0
 
 
+def reciprocal_rank(pairs: list[str], scores: list[float], stated: set[str]) -> float:
+    """1 / the rank of the best-scored stated pair among the catalog's (``scores``: one per pair,
+    the empty answer's last, which does not rank); a tie with it counts in its favour, and a
+    note whose stated pairs the catalog does not list ranks nothing (0)."""
+    by_pair = scores[: len(pairs)]
+    best = max((s for p, s in zip(pairs, by_pair, strict=True) if p in stated), default=None)
+    return 0.0 if best is None else 1 / (1 + sum(s > best for s in by_pair))
+
+
 def calibrate(
     ops: LearnedOperators, datasets_dir: str | Path, fold: str, seed: int, n: int = CALIBRATION_NOTES
 ) -> Calibration:
-    """Read the stage-1 answers of ``n`` validation notes of ``fold`` (the adapter's training
-    fold) on the ``extract-stages`` adapter, with the probes inference sends, and the blank
-    notes' prior beside them; keep the reading whose selections score the highest F1."""
-    path, rows = validation_notes(datasets_dir, fold, n, seed)
-    asks, known = [], []
-    for row in rows:
-        stated = {f"{c['entity']}.{c['slot']}" for c in json.loads(row["completion"][0]["content"])["claims"]}
-        pairs = catalog_pairs(row["prompt"])
-        asks.append((STAGES_ADAPTER, with_task(row["prompt"], SELECT_TASK), selection_answers(pairs)))
-        known.append((pairs, stated))
-    odds = ops.probe("calibrate", asks)
-    read = [
-        (pairs, o.probs, prior, stated)
-        for (pairs, stated), o, prior in zip(known, odds, ops.priors(asks), strict=True)
-        if not o.refused
-    ]
-    found = {
-        (weight, none): selection_f1(
-            [likeliest(pairs, pair_scores(probs, prior, weight), none) for pairs, probs, prior, _ in read],
-            [stated for *_, stated in read],
+    """Read the stage-1 answers of ``n`` scenario validation notes and ``n`` notes of the kind a
+    run meets (``validation_notes``) of ``fold`` (the adapter's training fold) on the
+    ``extract-stages`` adapter, with the probes inference sends, and the blank notes' prior
+    beside them; keep the weight that ranks the stated pairs highest on the first, and the
+    empty answer in play or not as selection F1 says on the second."""
+    path, ranked, answered = validation_notes(datasets_dir, fold, n, seed)
+    asks = [
+        (
+            STAGES_ADAPTER,
+            with_task(row["prompt"], SELECT_TASK),
+            selection_answers(catalog_pairs(row["prompt"])),
         )
-        for weight, none in READINGS
+        for row in [*ranked, *answered]
+    ]
+    odds = zip([*ranked, *answered], ops.probe("calibrate", asks), ops.priors(asks), strict=True)
+    read = [
+        None if o.refused else (catalog_pairs(row["prompt"]), o.probs, prior, stated_pairs(row))
+        for row, o, prior in odds
+    ]
+    ranks, notes = ([r for r in half if r] for half in (read[: len(ranked)], read[len(ranked) :]))
+
+    def mean_rank(weight: float) -> float:
+        found = [
+            reciprocal_rank(pairs, pair_scores(probs, prior, weight), stated)
+            for pairs, probs, prior, stated in ranks
+        ]
+        return sum(found) / len(found) if found else 0.0
+
+    ranking = {weight: mean_rank(weight) for weight in PRIOR_WEIGHTS}
+    weight = max(PRIOR_WEIGHTS, key=lambda w: (ranking[w], -w))
+    found = {
+        (w, none): selection_f1(
+            [likeliest(pairs, pair_scores(probs, prior, w), none) for pairs, probs, prior, _ in notes],
+            [stated for *_, stated in notes],
+        )
+        for w, none in READINGS
     }
-    best = max(READINGS, key=lambda r: (found[r][2], -READINGS.index(r)))
-    precision, recall, _ = found[best]
+    none = found[(weight, True)][2] >= found[(weight, False)][2]
+    precision, recall, _ = found[(weight, none)]
     return Calibration(
-        *best,
+        weight,
+        none,
+        {str(w): r for w, r in ranking.items()},
         {reading_name(*r): f1 for r, (_, _, f1) in found.items()},
         precision,
         recall,
-        len(read),
-        sum(len(stated) for *_, stated in read),
+        len(notes),
+        sum(len(stated) for *_, stated in notes),
         str(path),
-        [r["id"] for r in rows],
+        [row["id"] for row in answered],
+        [row["id"] for row in ranked],
     )
 
 

@@ -128,8 +128,9 @@ class LooConfig(TrainingRun):
     """The two-stage modes keep no selected pair whose slot's type the note holds no value of
     (``LearnedOperators.typed_selection``); false scores the selection as the adapter made it."""
     calibration_notes: int = CALIBRATION_NOTES
-    """two-stage-scored: validation notes whose stage-1 answers place the selection's reading
-    (its prior weight, and whether the empty answer may win)."""
+    """two-stage-scored: validation notes read for each half of the selection's reading: scenario
+    notes that place its prior weight, and notes that decide whether the empty answer may win
+    (``eval.calibration``)."""
     contract: list[str] = field(default_factory=lambda: list(CONTRACT_VARIANTS))
     """The variants scored on the contract suite's test part (``eval/contract.py``), with the
     first set of adapters the run loads; [] scores none."""

@@ -237,15 +237,16 @@ def place_reading(cfg: LooConfig, out: Path, fold: str, ops: LearnedOperators) -
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, calibration_json(found))
     said = json.loads(path.read_text())
-    if "select_none" not in said:
+    if "ranking" not in said:
         raise RecordsError(
             f"{path}: placed by an older selection, which read its answers otherwise; remove it"
         )
     ops.prior_weight, ops.select_none = float(said["prior_weight"]), bool(said["select_none"])
     reading = reading_name(ops.prior_weight, ops.select_none)
     print(
-        f"{fold}: scoring selection reads prior weight {reading} (validation selection F1 "
-        f"{said['f1'][reading]:.2f}, precision {said['precision']:.2f}, recall {said['recall']:.2f}, "
+        f"{fold}: scoring selection reads prior weight {reading} (stated pairs' mean reciprocal "
+        f"rank {said['ranking'][str(ops.prior_weight)]:.2f} over {len(said['ranked'])} notes; selection "
+        f"F1 {said['f1'][reading]:.2f}, precision {said['precision']:.2f}, recall {said['recall']:.2f}, "
         f"{said['notes']} notes)",
         flush=True,
     )
