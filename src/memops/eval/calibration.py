@@ -125,20 +125,16 @@ def calibrate(
     beside them; keep the weight that ranks the stated pairs highest on the first, and the
     empty answer in play or not as selection F1 says on the second."""
     path, ranked, answered = validation_notes(datasets_dir, fold, n, seed)
+    rows = [*ranked, *answered]
+    pairs = [catalog_pairs(row["prompt"]) for row in rows]
     asks = [
-        (
-            STAGES_ADAPTER,
-            with_task(row["prompt"], SELECT_TASK),
-            selection_answers(catalog_pairs(row["prompt"])),
-        )
-        for row in [*ranked, *answered]
+        (STAGES_ADAPTER, with_task(row["prompt"], SELECT_TASK), selection_answers(p))
+        for row, p in zip(rows, pairs, strict=True)
     ]
-    odds = zip([*ranked, *answered], ops.probe("calibrate", asks), ops.priors(asks), strict=True)
-    read = [
-        None if o.refused else (catalog_pairs(row["prompt"]), o.probs, prior, stated_pairs(row))
-        for row, o, prior in odds
-    ]
-    ranks, notes = ([r for r in half if r] for half in (read[: len(ranked)], read[len(ranked) :]))
+    odds = zip(rows, pairs, ops.probe("calibrate", asks), ops.priors(asks), strict=True)
+    read = [None if o.refused else (p, o.probs, prior, stated_pairs(row)) for row, p, o, prior in odds]
+    ranks = [r for r in read[: len(ranked)] if r]  # a refused note drops out of its own half
+    notes = [r for r in read[len(ranked) :] if r]
 
     def mean_rank(weight: float) -> float:
         found = [
