@@ -125,16 +125,19 @@ def calibrate(
     beside them; keep the weight that ranks the stated pairs highest on the first, and the
     empty answer in play or not as selection F1 says on the second."""
     path, ranked, answered = validation_notes(datasets_dir, fold, n, seed)
-    rows = [*ranked, *answered]
+    # A note drawn for both halves is read once.
+    rows = list({row["id"]: row for row in [*ranked, *answered]}.values())
     pairs = [catalog_pairs(row["prompt"]) for row in rows]
     asks = [
         (STAGES_ADAPTER, with_task(row["prompt"], SELECT_TASK), selection_answers(p))
         for row, p in zip(rows, pairs, strict=True)
     ]
     odds = zip(rows, pairs, ops.probe("calibrate", asks), ops.priors(asks), strict=True)
-    read = [None if o.refused else (p, o.probs, prior, stated_pairs(row)) for row, p, o, prior in odds]
-    ranks = [r for r in read[: len(ranked)] if r]  # a refused note drops out of its own half
-    notes = [r for r in read[len(ranked) :] if r]
+    read = {
+        row["id"]: None if o.refused else (p, o.probs, prior, stated_pairs(row)) for row, p, o, prior in odds
+    }
+    ranks = [read[row["id"]] for row in ranked if read[row["id"]]]  # a refused note drops out
+    notes = [read[row["id"]] for row in answered if read[row["id"]]]
 
     def mean_rank(weight: float) -> float:
         found = [
