@@ -18,6 +18,7 @@ from memops.core.models import model_config
 from memops.core.records import Catalog, CatalogEntry, Note
 from memops.data.trajectory import load_trajectory
 from memops.eval.calibration import (
+    MIX_WEIGHTS,
     PRIOR_WEIGHTS,
     READINGS,
     calibrate,
@@ -34,15 +35,21 @@ from memops.operators.examples import stage_examples
 from memops.operators.learned import (
     LearnedOperators,
     likeliest,
+    mixed_scores,
+    mixed_selection,
     overlap_scores,
     overlap_selection,
     pair_scores,
+    standardised,
+    word_overlap,
 )
 from memops.operators.prompts import (
     BLANKS,
     blank_notes,
+    catalog_entries,
     catalog_pairs,
     extract_messages,
+    prompt_note,
     select_messages,
     selection_answers,
 )
@@ -132,8 +139,60 @@ def test_the_options_are_the_stage_1_answers_the_adapter_was_trained_on(episode)
 
 
 def test_the_catalog_is_read_back_from_a_prompt(episode) -> None:
-    note = episode.sessions[0].note()
-    assert catalog_pairs(extract_messages(note, episode.catalog)) == episode.catalog.pairs()
+    """A dataset's prompt gives back the catalog and the note it was written from: the overlap
+    calibration reads off a validation row is the one inference reads off the note."""
+    for session in episode.sessions:
+        note, catalog = session.note(), episode.catalog
+        prompt = extract_messages(note, catalog)
+        assert catalog_pairs(prompt) == catalog.pairs()
+        assert catalog_entries(prompt) == {e.pair: e.description for e in catalog.entries}
+        assert word_overlap(prompt_note(prompt), catalog_entries(prompt)) == overlap_scores(note, catalog)
+
+
+def test_a_mixed_score_leans_on_the_adapter_by_its_weight() -> None:
+    """Both scores are standardised over the catalog, so neither wins by its scale: weight 1 keeps
+    the adapter's best pair, 0 the rule's, and between them a pair both rate well beats one
+    either rates best alone. One pair per note, the first on a tie, the empty answer out of play."""
+    assert standardised([1.0, 2.0, 3.0]) == pytest.approx([-math.sqrt(1.5), 0.0, math.sqrt(1.5)])
+    assert standardised([-4.0, -4.0]) == [0.0, 0.0]  # no spread, no say
+    pairs = ["a", "b", "c"]
+    learned = [math.log(0.6), math.log(0.3), math.log(0.1), math.log(0.99)]  # then the empty answer
+    overlap = {"a": 0.0, "b": 0.4, "c": 0.5}
+    assert mixed_selection(pairs, learned, overlap, 1.0)[0] == ["a"]
+    assert mixed_selection(pairs, learned, overlap, 0.0)[0] == ["c"]
+    selected, mix = mixed_selection(pairs, learned, overlap, 0.5)
+    assert selected == ["b"]
+    assert mix == pytest.approx(mixed_scores(learned[:-1], [0.0, 0.4, 0.5], 0.5))
+    assert mixed_selection(pairs, [0.0] * 4, {"a": 0.2, "b": 0.2, "c": 0.1}, 0.5)[0] == ["a"]
+    assert mixed_scores([1.0, 1.0], [0.0, 1.0], 0.9) == pytest.approx([-0.1, 0.1])  # the adapter has no say
+
+
+def test_the_mixed_mode_reads_as_the_scored_one_and_fills_its_one_pair(episode) -> None:
+    """On the oracle (certain of each stated pair), weight 1 keeps a stated pair of every note;
+    weight 0 keeps the overlap rule's pair; both fill it on the stage adapter. The notes are those
+    whose overlap pair is stated: the oracle has no fill for any other."""
+    hits = [
+        s
+        for s in episode.sessions
+        if overlap_selection(s.note(), episode.catalog).selected[0] in {c.pair for c in s.claims}
+    ]
+    assert hits
+    notes = [(s.note(), episode.catalog) for s in hits]
+    for weight in (1.0, 0.0):
+        ops = LearnedOperators(SymbolicBackend.for_episode(episode), mix_weight=weight)
+        got = ops.extract(notes, "two-stage-mixed")
+        for session, extraction in zip(hits, got, strict=True):
+            note = session.note()
+            [pair] = extraction.selected
+            assert [c.step for c in extraction.calls][:1] == ["mix"]
+            assert json.loads(extraction.calls[0].raw) == {"pairs": [pair]}
+            assert set(extraction.scores) == set(episode.catalog.pairs())
+            if weight:
+                assert pair in {c.pair for c in session.claims}
+                assert [c.pair for c in extraction.claims] == [pair]
+            else:
+                assert [pair] == overlap_selection(note, episode.catalog).selected
+        assert ops.calls["score"] == len(notes) and ops.calls["select"] == 0
 
 
 def float32(tiny_model: Path) -> HFBackend:
@@ -305,6 +364,9 @@ def test_the_prior_weight_is_placed_on_validation_notes_without_touching_the_hel
     assert before.prior_weight == next(w for w in PRIOR_WEIGHTS if before.ranking[str(w)] == top)
     with_none, without = (before.f1[reading_name(before.prior_weight, none)] for none in (True, False))
     assert before.select_none == (with_none >= without)
+    assert set(before.mixing) == {str(w) for w in MIX_WEIGHTS} and max(MIX_WEIGHTS) == 1.0
+    best = max(before.mixing.values())
+    assert before.mix_weight == next(w for w in MIX_WEIGHTS if before.mixing[str(w)] == best)
     assert all(FOLD not in example for example in [*before.examples, *before.ranked])
     assert before.source == str(datasets / FOLD / "extract" / "validation.jsonl")
     for test_split in (datasets / FOLD).glob("*/test.jsonl"):

@@ -39,7 +39,12 @@ def main(raw: DictConfig) -> None:
                 result = replay(
                     episode,
                     cfg.engine,
-                    LearnedOperators(backend, prior_weight=cfg.prior_weight, select_none=cfg.select_none),
+                    LearnedOperators(
+                        backend,
+                        prior_weight=cfg.prior_weight,
+                        select_none=cfg.select_none,
+                        mix_weight=cfg.mix_weight,
+                    ),
                     cfg.extract,
                 )
     except (DataError, BackendError) as exc:

@@ -15,7 +15,12 @@ fold the adapter was trained on, which holds no held-out trajectory
 - whether the empty answer may win is the choice of the higher selection F1 at that weight, over
   the notes the run will meet: the fold's real trajectories' notes where the split holds any
   (``real_validation=[mined-train]``), which each state a claim, else the scenarios', one in six
-  of which is chatter.
+  of which is chatter;
+- the mix weight of ``two-stage-mixed`` (``operators.learned.mixed_scores``) is the one of
+  ``MIX_WEIGHTS`` of the highest selection F1 at the weight kept, on the same notes as the empty
+  answer: how far the adapter's reading of a note is to be trusted over its words is a question
+  of the notes a run meets, and the scenarios, written from the catalog's own words, overrate the
+  adapter (docs/log/extraction.md).
 
 The held-out fold's own files are never read here, so no held-out label can move the reading.
 """
@@ -30,8 +35,15 @@ from typing import Any
 
 from memops.core.layout import dataset_dir
 from memops.core.sessions import is_real
-from memops.operators.learned import LearnedOperators, likeliest, pair_scores
-from memops.operators.prompts import SELECT_TASK, catalog_pairs, selection_answers, with_task
+from memops.operators.learned import LearnedOperators, likeliest, mixed_selection, pair_scores, word_overlap
+from memops.operators.prompts import (
+    SELECT_TASK,
+    catalog_entries,
+    catalog_pairs,
+    prompt_note,
+    selection_answers,
+    with_task,
+)
 from memops.operators.registry import EXTRACT, STAGES_ADAPTER
 
 CALIBRATION_NOTES = 128
@@ -43,6 +55,9 @@ PRIOR_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 READINGS = tuple((weight, none) for none in (True, False) for weight in PRIOR_WEIGHTS)
 """Each weight with the empty answer in play, then each without it: on a tie the earlier
 reading, the one that departs less from the adapter's own answer."""
+MIX_WEIGHTS = tuple(i / 10 for i in range(10, -1, -1))
+"""The adapter's shares of a mixed score tried, from the adapter alone to the overlap rule alone:
+on a tie the earlier, the one that leans more on the adapter."""
 
 
 def reading_name(weight: float, none: bool) -> str:
@@ -71,6 +86,10 @@ class Calibration:
     """The ids of the notes the empty answer was decided on, to show where the reading came from."""
     ranked: list[str]
     """The ids of the scenario notes the weight was placed on."""
+    mix_weight: float
+    """``two-stage-mixed``'s share of the adapter's score (``MIX_WEIGHTS``), placed on ``examples``."""
+    mixing: dict[str, float]
+    """Selection F1 over ``examples`` of each mix weight, at the prior weight kept."""
 
 
 def stated_pairs(row: dict[str, Any]) -> set[str]:
@@ -123,7 +142,7 @@ def calibrate(
     run meets (``validation_notes``) of ``fold`` (the adapter's training fold) on the
     ``extract-stages`` adapter, with the probes inference sends, and the blank notes' prior
     beside them; keep the weight that ranks the stated pairs highest on the first, and the
-    empty answer in play or not as selection F1 says on the second."""
+    empty answer in play or not, and the mix weight, as selection F1 says on the second."""
     path, ranked, answered = validation_notes(datasets_dir, fold, n, seed)
     # A note drawn for both halves is read once.
     rows = list({row["id"]: row for row in [*ranked, *answered]}.values())
@@ -134,7 +153,8 @@ def calibrate(
     ]
     odds = zip(rows, pairs, ops.probe("calibrate", asks), ops.priors(asks), strict=True)
     read = {
-        row["id"]: None if o.refused else (p, o.probs, prior, stated_pairs(row)) for row, p, o, prior in odds
+        row["id"]: None if o.refused else (p, o.probs, prior, stated_pairs(row), row["prompt"])
+        for row, p, o, prior in odds
     }
     ranks = [read[row["id"]] for row in ranked if read[row["id"]]]  # a refused note drops out
     notes = [read[row["id"]] for row in answered if read[row["id"]]]
@@ -142,7 +162,7 @@ def calibrate(
     def mean_rank(weight: float) -> float:
         found = [
             reciprocal_rank(pairs, pair_scores(probs, prior, weight), stated)
-            for pairs, probs, prior, stated in ranks
+            for pairs, probs, prior, stated, _ in ranks
         ]
         return sum(found) / len(found) if found else 0.0
 
@@ -150,13 +170,23 @@ def calibrate(
     weight = max(PRIOR_WEIGHTS, key=lambda w: (ranking[w], -w))
     found = {
         (w, none): selection_f1(
-            [likeliest(pairs, pair_scores(probs, prior, w), none) for pairs, probs, prior, _ in notes],
-            [stated for *_, stated in notes],
+            [likeliest(pairs, pair_scores(probs, prior, w), none) for pairs, probs, prior, *_ in notes],
+            [stated for *_, stated, _ in notes],
         )
         for w, none in READINGS
     }
     none = found[(weight, True)][2] >= found[(weight, False)][2]
     precision, recall, _ = found[(weight, none)]
+    overlaps = [word_overlap(prompt_note(prompt), catalog_entries(prompt)) for *_, prompt in notes]
+
+    def mixed_f1(share: float) -> float:
+        selected = [
+            mixed_selection(pairs, pair_scores(probs, prior, weight), overlap, share)[0]
+            for (pairs, probs, prior, *_), overlap in zip(notes, overlaps, strict=True)
+        ]
+        return selection_f1(selected, [stated for *_, stated, _ in notes])[2]
+
+    mixing = {share: mixed_f1(share) for share in MIX_WEIGHTS}
     return Calibration(
         weight,
         none,
@@ -169,6 +199,8 @@ def calibrate(
         str(path),
         [row["id"] for row in answered],
         [row["id"] for row in ranked],
+        max(MIX_WEIGHTS, key=mixing.__getitem__),
+        {str(share): f1 for share, f1 in mixing.items()},
     )
 
 

@@ -38,15 +38,18 @@ class ReplayConfig(RunConfig):
     """The old name of ``engine``; refused with a message that names the new one."""
     extract: str = "direct"
     """direct | two-stage | two-stage-trained | two-stage-scored | two-stage-overlap |
-    direct-trained | two-stage-read | two-stage-proposed (the last six need an ``extract-stages``
-    adapter)."""
+    two-stage-mixed | direct-trained | two-stage-read | two-stage-proposed (the last seven need an
+    ``extract-stages`` adapter)."""
     prior_weight: float = 0.0
-    """two-stage-scored: how much of the adapter's prior its selection divides out
+    """two-stage-scored and two-stage-mixed: how much of the adapter's prior the selection divides out
     (``operators.learned.pair_scores``); a LOO run places it on validation data
     (``eval.calibration``) and writes it to its ``calibration/``."""
     select_none: bool = True
     """two-stage-scored: the empty answer may win, and a note select no pair; placed with
     ``prior_weight``."""
+    mix_weight: float = 0.5
+    """two-stage-mixed: the adapter's share of each pair's score, the rest the overlap rule's
+    (``operators.learned.mixed_scores``); a LOO run places it with ``prior_weight``."""
     backend: BackendConfig = field(default_factory=BackendConfig)
     adapters: str | None = None
     """A directory holding extract/, compare/ and update/; default: the trajectory's LOO fold."""
@@ -128,9 +131,9 @@ class LooConfig(TrainingRun):
     """The two-stage modes keep no selected pair whose slot's type the note holds no value of
     (``LearnedOperators.typed_selection``); false scores the selection as the adapter made it."""
     calibration_notes: int = CALIBRATION_NOTES
-    """two-stage-scored: validation notes read for each half of the selection's reading: scenario
-    notes that place its prior weight, and notes that decide whether the empty answer may win
-    (``eval.calibration``)."""
+    """two-stage-scored and two-stage-mixed: validation notes read for each half of the selections'
+    reading: scenario notes that place the prior weight, and notes that decide whether the empty
+    answer may win and the mix weight (``eval.calibration``)."""
     contract: list[str] = field(default_factory=lambda: list(CONTRACT_VARIANTS))
     """The variants scored on the contract suite's test part (``eval/contract.py``), with the
     first set of adapters the run loads; [] scores none."""

@@ -16,7 +16,7 @@ from memops.eval.config import LooConfig
 from memops.eval.harness import decision_variants, engine_variants, extract_variants
 from memops.eval.plan import steps
 from memops.eval.scored import read_records
-from memops.operators.learned import mode_adapter
+from memops.operators.learned import PLACED_MODES, mode_adapter
 from memops.operators.registry import DECISIONS, EXTRACT
 from memops.train.config import train_config
 from memops.train.dry_run import duration, training_plan
@@ -60,9 +60,9 @@ def loo_plan(cfg: LooConfig) -> dict[str, Any]:
         out["train"].append({"fold": fold, "op": op, **adapter})
     latency = recorded_latency(cfg)
     modes = cfg.learned_modes()
-    if "two-stage-scored" in modes and cfg.backend.kind != "symbolic":
+    if set(PLACED_MODES) & set(modes) and cfg.backend.kind != "symbolic":
         placed = run_dir(cfg.runs_dir, cfg.run) / "calibration"
-        scorer = mode_adapter("two-stage-scored")
+        scorer = mode_adapter(PLACED_MODES[0])
         for fold in dict.fromkeys(cfg.trained_on(f, scorer) for f in cfg.folds or []):
             done = (placed / f"{fold}.json").exists()
             out["calibrate"].append({"fold": fold, "notes": cfg.calibration_notes, "placed": done})

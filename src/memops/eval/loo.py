@@ -35,7 +35,7 @@ from memops.operators.adapters import calibration, collapse_warning
 from memops.operators.backends.factory import ServedBackend, check_given_server, check_unseen, open_backend
 from memops.operators.backends.hf import HFBackend
 from memops.operators.backends.symbolic import SymbolicBackend
-from memops.operators.learned import LearnedOperators, mode_adapter
+from memops.operators.learned import PLACED_MODES, LearnedOperators, mode_adapter
 from memops.operators.registry import DECISIONS, OPS, adapters
 from memops.train.builds import ensure_model
 from memops.train.card import record_heldout
@@ -227,7 +227,7 @@ def check_settings(out: Path, records: Records, settings: dict[str, Any]) -> Non
 
 
 def place_reading(cfg: LooConfig, out: Path, fold: str, ops: LearnedOperators) -> None:
-    """The scoring selection's reading (prior weight, empty answer or not) for ``fold``'s
+    """The scoring selections' reading (prior weight, empty answer or not, mix weight) for ``fold``'s
     adapters, placed on the validation split of the fold they were trained on; written once
     under ``calibration/`` and read on resume."""
     path = out / "calibration" / f"{fold}.json"
@@ -237,17 +237,17 @@ def place_reading(cfg: LooConfig, out: Path, fold: str, ops: LearnedOperators) -
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, calibration_json(found))
     said = json.loads(path.read_text())
-    if "ranking" not in said:
-        raise RecordsError(
-            f"{path}: placed by an older selection, which read its answers otherwise; remove it"
-        )
+    if "mix_weight" not in said:
+        raise RecordsError(f"{path}: placed by an older calibration, which placed no mix weight; remove it")
     ops.prior_weight, ops.select_none = float(said["prior_weight"]), bool(said["select_none"])
+    ops.mix_weight = float(said["mix_weight"])
     reading = reading_name(ops.prior_weight, ops.select_none)
     print(
         f"{fold}: scoring selection reads prior weight {reading} (stated pairs' mean reciprocal "
         f"rank {said['ranking'][str(ops.prior_weight)]:.2f} over {len(said['ranked'])} notes; selection "
         f"F1 {said['f1'][reading]:.2f}, precision {said['precision']:.2f}, recall {said['recall']:.2f}, "
-        f"{said['notes']} notes)",
+        f"{said['notes']} notes); two-stage-mixed leans {ops.mix_weight} on the adapter (selection F1 "
+        f"{said['mixing'][str(ops.mix_weight)]:.2f})",
         flush=True,
     )
 
@@ -386,14 +386,15 @@ def score_set(
         )
         load_offsets(cfg, ops, dirs, needs)
         data, modes = Path(cfg.datasets_dir), cfg.learned_modes()
-        uncalibrated = "two-stage-scored" in modes and not isinstance(backend, SymbolicBackend)
+        scorer = mode_adapter(PLACED_MODES[0])
+        uncalibrated = bool(set(PLACED_MODES) & set(modes)) and not isinstance(backend, SymbolicBackend)
         # Every fold's operator scores first, then the engine replays (the slow part), so a
         # run stopped early still has the operator table for every fold. A run that waits
         # for adapters in training scores what the loaded ones serve, then loads the others.
         while True:
-            if uncalibrated and mode_adapter("two-stage-scored") not in missing:
+            if uncalibrated and scorer not in missing:
                 with timed(phases, "calibration"):
-                    place_reading(cfg, out, owner[mode_adapter("two-stage-scored")], ops)
+                    place_reading(cfg, out, owner[scorer], ops)
                 uncalibrated = False
             for fold, episode in episodes.items():
                 with timed(phases, "operators"):

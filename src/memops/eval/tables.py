@@ -258,7 +258,9 @@ def extraction_sections(summary: dict[str, Any]) -> list[str]:
         "than a blank note does (to a power placed on validation notes), and the likeliest is kept; "
         "`two-stage-overlap` selects with no model, the "
         "one catalog pair whose words (names and description) the note uses most, and fills it on the "
-        "same adapter. The opt-in studies: `direct-trained` is `direct`'s call on that adapter; "
+        "same adapter. The opt-in studies: `two-stage-mixed` mixes `two-stage-scored`'s pair scores "
+        "with the overlap rule's, each standardised over the catalog, by a weight placed on "
+        "validation notes; `direct-trained` is `direct`'s call on that adapter; "
         "`two-stage-read` reads each typed value again among those the note states; "
         "`two-stage-proposed` takes a commit's note's pairs and values from the lines it added "
         "(`EXTRACT_MODES` in operators/learned.py says each in full).",

@@ -75,6 +75,7 @@ ExtractMode = Literal[
     "two-stage-trained",
     "two-stage-scored",
     "two-stage-overlap",
+    "two-stage-mixed",
     "direct-trained",
     "two-stage-read",
     "two-stage-proposed",
@@ -94,9 +95,13 @@ the note makes it than a note that says nothing does (``pair_scores``), and the 
 is kept (``likeliest``); stage 2 fills its pair as
 ``two-stage-trained`` does. ``two-stage-overlap``: no model in stage 1, the catalog pair whose
 words the note uses most (``overlap_scores``), filled as ``two-stage-trained`` does: the floor a
-learned selection has to clear. ``direct-trained``: ``direct``'s one call on the ``extract-stages``
-adapter, whose data hold the direct examples beside the stage ones: one extract adapter for
-every mode, so that a run trains one adapter fewer (docs/log/speed.md). ``two-stage-read``:
+learned selection has to clear. ``two-stage-mixed``: stage 1 reads as ``two-stage-scored`` does, and
+each pair's score, standardised over the note's catalog, is mixed with its overlap score,
+standardised alike, by a weight placed on validation notes (``mix_weight``; :func:`mixed_scores`);
+the best pair is kept, filled as ``two-stage-trained`` does. ``direct-trained``: ``direct``'s one
+call on the ``extract-stages`` adapter, whose data hold the direct examples beside the stage
+ones: one extract adapter for every mode, so that a run trains one adapter fewer
+(docs/log/speed.md). ``two-stage-read``:
 ``two-stage-trained``, then each typed value read again from the note: the value the fill wrote
 and every value of the slot's type the note states (``core.values.candidates``), each weighed
 as the fill's answer by the adapter, the likeliest kept (``LearnedOperators.read_values``).
@@ -111,25 +116,35 @@ STAGED_MODES: tuple[ExtractMode, ...] = (
     "two-stage-trained",
     "two-stage-scored",
     "two-stage-overlap",
+    "two-stage-mixed",
     "direct-trained",
     "two-stage-read",
     "two-stage-proposed",
 )
 """The modes that run on the ``extract-stages`` adapter."""
-READ_MODES: tuple[ExtractMode, ...] = ("two-stage-scored", "two-stage-read", "two-stage-proposed")
+READ_MODES: tuple[ExtractMode, ...] = (
+    "two-stage-scored",
+    "two-stage-mixed",
+    "two-stage-read",
+    "two-stage-proposed",
+)
 """The modes that read how likely given answers are (probes) beside decoding: a backend that
 only generates (an OpenAI-compatible endpoint) cannot run them."""
+PLACED_MODES: tuple[ExtractMode, ...] = ("two-stage-scored", "two-stage-mixed")
+"""The scoring selections, whose reading a run places on validation notes (``eval.calibration``)."""
 NOTE_STEPS = frozenset({EXTRACT.name, "select", "fill"})
 """The calls about one note: their prompts are the same up to the task (``with_task``), and
 each note is asked in several (``Request.stem``)."""
 OPT_IN_MODES: tuple[ExtractMode, ...] = (
     "two-stage-overlap",
+    "two-stage-mixed",
     "direct-trained",
     "two-stage-read",
     "two-stage-proposed",
 )
 """The modes a run scores only when ``extract_modes`` names them: ``two-stage-overlap`` selects
 with no model, and the symbolic oracle has no fill to give for a pair its note does not state;
+``two-stage-mixed`` with the same rule beside the adapter;
 ``direct-trained`` is a study of the adapters a run needs; ``two-stage-read`` and
 ``two-stage-proposed`` studies of values read from the note."""
 
@@ -193,7 +208,8 @@ class Extraction:
     selected: list[str] = field(default_factory=list)
     """The ``entity.slot`` pairs stage 1 chose (direct: the pairs the claims name)."""
     scores: dict[str, float] = field(default_factory=dict)
-    """A scoring selection's score per catalog pair (``pair_scores``; the overlap's share of words)."""
+    """A scoring selection's score per catalog pair (``pair_scores``; ``mixed_scores``; the overlap's
+    share of words)."""
 
     @property
     def error(self) -> str | None:
@@ -210,15 +226,20 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z]+", text.lower()))
 
 
-def overlap_scores(note: Note, catalog: Catalog) -> dict[str, float]:
-    """Per catalog pair, the share of its words (its entity and slot names, split at ``_``, and
-    its description) that the note, as the prompt shows it, uses too."""
-    said = _words(note_block(note))
+def word_overlap(note: str, described: dict[str, str]) -> dict[str, float]:
+    """Per ``entity.slot`` pair of ``described`` (pair: description), the share of its words (its
+    entity and slot names, split at ``_``, and its description) that ``note`` uses too."""
+    said = _words(note)
     scores = {}
-    for entry in catalog.entries:
-        words = _words(f"{entry.entity} {entry.slot} {entry.description}".replace("_", " "))
-        scores[entry.pair] = len(words & said) / len(words)
+    for pair, description in described.items():
+        words = _words(f"{pair} {description}")
+        scores[pair] = len(words & said) / len(words)
     return scores
+
+
+def overlap_scores(note: Note, catalog: Catalog) -> dict[str, float]:
+    """:func:`word_overlap` of the note as the prompt shows it with the catalog's pairs."""
+    return word_overlap(note_block(note), {e.pair: e.description for e in catalog.entries})
 
 
 def overlap_selection(note: Note, catalog: Catalog) -> Extraction:
@@ -245,6 +266,35 @@ def pair_scores(probs: Sequence[float], prior: Sequence[float] | None, weight: f
     return [
         math.log(max(p, FLOOR)) - weight * math.log(max(q, FLOOR)) for p, q in zip(probs, prior, strict=True)
     ]
+
+
+def standardised(scores: Sequence[float]) -> list[float]:
+    """The scores less their mean, over their standard deviation (all 0 where they are all
+    equal): a note's learned and overlap scores on one scale, whatever the catalog's size or how
+    sure the adapter is."""
+    mean = sum(scores) / len(scores)
+    sd = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
+    return [(s - mean) / sd if sd else 0.0 for s in scores]
+
+
+def mixed_scores(learned: Sequence[float], overlap: Sequence[float], weight: float) -> list[float]:
+    """Per catalog pair, ``weight`` of its standardised learned score (``pair_scores``, the empty
+    answer's left out) and the rest of its standardised overlap score: the rule knows the note's
+    words, the adapter what they say, and each breaks the other's ties and near misses."""
+    return [
+        weight * a + (1 - weight) * b
+        for a, b in zip(standardised(learned), standardised(overlap), strict=True)
+    ]
+
+
+def mixed_selection(
+    pairs: Sequence[str], learned: Sequence[float], overlap: dict[str, float], weight: float
+) -> tuple[list[str], list[float]]:
+    """The pair of best :func:`mixed_scores` (``learned``: one per pair, then the empty answer's,
+    which does not play), one per note as the overlap rule keeps, the first in catalog order on a
+    tie (weight 0 is :func:`overlap_selection`); and the mixed scores."""
+    mix = mixed_scores(learned[: len(pairs)], [overlap[p] for p in pairs], weight)
+    return likeliest(pairs, [*mix, -math.inf], none=False)[:1], mix
 
 
 def likeliest(pairs: Sequence[str], scores: Sequence[float], none: bool = True) -> list[str]:
@@ -456,6 +506,10 @@ class LearnedOperators:
     select_none: bool = True
     """A scoring selection may keep the empty answer, and select no pair, where it scores
     highest; false keeps the likeliest pair of every note. Placed with ``prior_weight``."""
+    mix_weight: float = 0.5
+    """``two-stage-mixed``: the share of a pair's score that is the adapter's, the rest the
+    overlap rule's (:func:`mixed_scores`); 1 is the scoring selection that always keeps a pair,
+    0 the rule. Placed on validation notes with ``prior_weight`` (``eval.calibration``)."""
     calls: Counter[str] = field(default_factory=Counter)
     """Operator calls per step, answered by the model or from ``answers``."""
     answers: dict[str, Completion] = field(default_factory=dict)
@@ -648,8 +702,9 @@ class LearnedOperators:
                 named = list(dict.fromkeys(c.pair for c in claims))
                 out.append(Extraction(claims, [o], named))
             return out
-        if mode == "two-stage-scored":
-            return self._fill_selected(notes, self.score_pairs(notes, adapter), adapter)
+        if mode in PLACED_MODES:
+            selections = self.score_pairs(notes, adapter, mixed=mode == "two-stage-mixed")
+            return self._fill_selected(notes, selections, adapter)
         if mode == "two-stage-overlap":
             return self._fill_selected(notes, [overlap_selection(n, c) for n, c in notes], adapter)
         if mode == "two-stage-proposed":
@@ -741,11 +796,15 @@ class LearnedOperators:
     def _probe_key(probe: Probe) -> str:
         return json.dumps(astuple(probe), sort_keys=True)
 
-    def score_pairs(self, notes: Sequence[Sourced], adapter: str = STAGES_ADAPTER) -> list[Extraction]:
+    def score_pairs(
+        self, notes: Sequence[Sourced], adapter: str = STAGES_ADAPTER, mixed: bool = False
+    ) -> list[Extraction]:
         """Stage 1 by scoring: the stage-1 prompt read once per note, each stage-1 answer of one
         catalog pair and the empty answer (``selection_answers``) weighed, divided by the
         adapter's prior (``priors``, ``prior_weight``), and the likeliest kept (``likeliest``,
-        ``select_none``). The call's answer is that selection: a backend that reads other
+        ``select_none``); ``mixed``, the pairs' scores mixed with the overlap rule's
+        (``mixed_scores``, ``mix_weight``) and the best pair kept, the empty answer out of play as
+        it is for the rule. The call's answer is that selection: a backend that reads other
         probabilities shows in parity only when a selection moves."""
         asks = [
             (adapter, select_messages(note, catalog), selection_answers(catalog.pairs()))
@@ -753,7 +812,7 @@ class LearnedOperators:
         ]
         priors = self.priors(asks) if self.prior_weight else [None] * len(asks)
         out = []
-        for (_, catalog), (_, messages, _), odds, prior in zip(
+        for (note, catalog), (_, messages, _), odds, prior in zip(
             notes, asks, self.probe("score", asks), priors, strict=True
         ):
             if odds.refused:
@@ -761,10 +820,14 @@ class LearnedOperators:
                 out.append(Extraction([], [Outcome("score", messages, "", None, error, odds.latency_s, 0)]))
                 continue
             scores = pair_scores(odds.probs, prior, self.prior_weight)
-            selected = likeliest(catalog.pairs(), scores, self.select_none)
+            if mixed:
+                overlap = overlap_scores(note, catalog)
+                selected, by_pair = mixed_selection(catalog.pairs(), scores, overlap, self.mix_weight)
+            else:
+                selected, by_pair = likeliest(catalog.pairs(), scores, self.select_none), scores[:-1]
             raw = Selection(pairs=selected).model_dump_json()
-            call = Outcome("score", messages, raw, None, None, odds.latency_s, 0)
-            out.append(Extraction([], [call], selected, dict(zip(catalog.pairs(), scores[:-1], strict=True))))
+            call = Outcome("mix" if mixed else "score", messages, raw, None, None, odds.latency_s, 0)
+            out.append(Extraction([], [call], selected, dict(zip(catalog.pairs(), by_pair, strict=True))))
         return out
 
     def priors(self, asks: Sequence[tuple[str, Messages, tuple[str, ...]]]) -> list[tuple[float, ...] | None]:

@@ -114,7 +114,7 @@ def fill_messages(note: Note, catalog: Catalog, pair: str) -> Messages:
     return with_task(extract_messages(note, catalog), fill_task(pair))
 
 
-CATALOG_LINE = re.compile(r"^- ([^:\s]+\.[^:\s]+): ", re.MULTILINE)
+CATALOG_LINE = re.compile(r"^- ([^:\s]+\.[^:\s]+): (.*)$", re.MULTILINE)
 
 
 BLANKS = ("N/A", "", "[none]")
@@ -138,12 +138,22 @@ def blank_notes(messages: Messages) -> list[Messages]:
     return out
 
 
-def catalog_pairs(messages: Messages) -> list[str]:
-    """The ``entity.slot`` pairs an extract prompt's catalog lists (``catalog_block`` read back):
-    what a scoring selection asks about when all it holds is a dataset's prompt."""
+def catalog_entries(messages: Messages) -> dict[str, str]:
+    """Each ``entity.slot`` pair an extract prompt's catalog lists, with its description
+    (``catalog_block`` read back): what a scoring selection asks about when all it holds is a
+    dataset's prompt."""
     user = messages[-1]["content"]
-    block = user[: user.index(NOTE_HEADER)]
-    return CATALOG_LINE.findall(block)
+    return dict(CATALOG_LINE.findall(user[: user.index(NOTE_HEADER)]))
+
+
+def catalog_pairs(messages: Messages) -> list[str]:
+    """The pairs of ``catalog_entries``, in catalog order."""
+    return list(catalog_entries(messages))
+
+
+def prompt_note(messages: Messages) -> str:
+    """The note block (``note_block``) of a direct extract prompt."""
+    return messages[-1]["content"].split(NOTE_HEADER, 1)[1]
 
 
 def claim_block(claim: Claim) -> str:
