@@ -319,7 +319,11 @@ def test_a_loo_fold_runs_end_to_end_on_vllm(vllm_run) -> None:
     for r in (r for r in scored if not r["error"]):  # one read of stage 1, then a fill per pair
         assert [c["step"] for c in r["raw"]] == ["score"] + ["fill"] * len(r["parsed"])
         assert r["pair_scores"] and json.loads(r["raw"][0]["text"]) == {"pairs": r["selected"]}
-    assert json.loads((run_dir / "calibration" / f"{FOLD}.json").read_text())["notes"] == 4
+    mixed = [r for r in learned if r["variant"] == "two-stage-mixed"]
+    for r in (r for r in mixed if not r["error"]):  # the same read mixed with the rule: one pair, filled
+        assert [c["step"] for c in r["raw"]] == ["mix", "fill"] and len(r["selected"]) == 1
+    placed = json.loads((run_dir / "calibration" / f"{FOLD}.json").read_text())
+    assert placed["notes"] == 4 and str(placed["mix_weight"]) in placed["mixing"]
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["serving"][FOLD]["vllm"] == "0.32.0"
     assert set(summary["folds"][FOLD]) == set(VARIANTS)
