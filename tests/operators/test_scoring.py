@@ -155,6 +155,7 @@ def test_a_mixed_score_leans_on_the_adapter_by_its_weight() -> None:
     either rates best alone. One pair per note, the first on a tie, the empty answer out of play."""
     assert standardised([1.0, 2.0, 3.0]) == pytest.approx([-math.sqrt(1.5), 0.0, math.sqrt(1.5)])
     assert standardised([-4.0, -4.0]) == [0.0, 0.0]  # no spread, no say
+    assert mixed_selection([], [0.0], {}, 0.5) == ([], [])  # an empty catalog has none to give
     pairs = ["a", "b", "c"]
     learned = [math.log(0.6), math.log(0.3), math.log(0.1), math.log(0.99)]  # then the empty answer
     overlap = {"a": 0.0, "b": 0.4, "c": 0.5}

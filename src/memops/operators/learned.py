@@ -272,6 +272,8 @@ def standardised(scores: Sequence[float]) -> list[float]:
     """The scores less their mean, over their standard deviation (all 0 where they are all
     equal): a note's learned and overlap scores on one scale, whatever the catalog's size or how
     sure the adapter is."""
+    if not scores:  # an empty catalog
+        return []
     mean = sum(scores) / len(scores)
     sd = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
     return [(s - mean) / sd if sd else 0.0 for s in scores]
