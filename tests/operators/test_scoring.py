@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import shutil
 from collections import Counter
 from dataclasses import replace
@@ -27,6 +28,7 @@ from memops.eval.calibration import (
     selection_f1,
     validation_notes,
 )
+from memops.eval.scored import RecordsError
 from memops.operators.backends import BackendError, Probe, parting
 from memops.operators.backends.hf import HFBackend, prompt_text
 from memops.operators.backends.prefixes import PACK_TOKENS, packs, read_continuations, shared_prefixes
@@ -373,6 +375,37 @@ def test_the_prior_weight_is_placed_on_validation_notes_without_touching_the_hel
     for test_split in (datasets / FOLD).glob("*/test.jsonl"):
         test_split.write_text("not a record\n")
     assert calibrate(LearnedOperators(backend), datasets, FOLD, seed=0, n=3) == before
+
+
+def test_a_reading_stopped_midway_resumes_from_its_reads_and_places_the_same(
+    tiny_model: Path, trained_adapters: Path, small_datasets: Path, tmp_path: Path
+) -> None:
+    """The notes are read a batch at a time, each batch appended to the reads file; a run cut
+    off after the first batch (its next line torn mid-write) reads only the notes left and places
+    the reading an uninterrupted one places."""
+    backend = HFBackend.load(
+        replace(model_config("tiny"), path=str(tiny_model)),
+        {STAGES_ADAPTER: trained_adapters / STAGES_ADAPTER},
+    )
+    whole = calibrate(LearnedOperators(backend), small_datasets, FOLD, seed=0, n=3)
+    reads = tmp_path / "calibration" / "synthetic.reads.jsonl"
+    ops = LearnedOperators(backend)
+    assert calibrate(ops, small_datasets, FOLD, seed=0, n=3, reads=reads, batch=2) == whole
+    lines = reads.read_text().splitlines(keepends=True)
+    notes = ops.calls["calibrate"]
+    assert len(lines) == notes > 2 and {json.loads(line)["id"] for line in lines} >= set(whole.examples)
+    reads.write_text("".join(lines[:2]) + lines[2][:20])  # the second batch's first line, torn
+    again = LearnedOperators(backend)
+    assert calibrate(again, small_datasets, FOLD, seed=0, n=3, reads=reads, batch=2) == whole
+    assert again.calls["calibrate"] == notes - 2
+    ids = [json.loads(line)["id"] for line in reads.read_text().splitlines()]
+    assert ids == [json.loads(line)["id"] for line in lines]  # the torn line gone, read anew
+    with reads.open("a") as f:
+        f.write('{"id": "extract/x/0001"}\n')
+    with pytest.raises(
+        RecordsError, match=rf"{re.escape(str(reads))}:{len(ids) + 1}: a note.s read lacks prior, probs"
+    ):
+        calibrate(again, small_datasets, FOLD, seed=0, n=3, reads=reads)
 
 
 def test_a_reciprocal_rank_is_that_of_the_best_stated_pair() -> None:

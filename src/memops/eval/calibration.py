@@ -28,13 +28,19 @@ The held-out fold's own files are never read here, so no held-out label can move
 from __future__ import annotations
 
 import json
+import os
 import random
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from memops.core.layout import dataset_dir
 from memops.core.sessions import is_real
+from memops.eval.harness import BATCH, chunks
+from memops.eval.scored import RecordsError, json_lines, mend_tail
 from memops.operators.learned import LearnedOperators, likeliest, mixed_selection, pair_scores, word_overlap
 from memops.operators.prompts import (
     SELECT_TASK,
@@ -135,26 +141,93 @@ def reciprocal_rank(pairs: list[str], scores: list[float], stated: set[str]) -> 
     return 0.0 if best is None else 1 / (1 + sum(s > best for s in by_pair))
 
 
+Read = tuple[Sequence[float], Sequence[float] | None] | None
+"""A validation note's stage-1 answers' probabilities and its catalog's prior (``priors``), or
+None where the backend refused the note."""
+
+READ_FIELDS = frozenset({"id", "probs", "prior"})
+"""The fields of a line of a reads file (``read_notes``)."""
+
+
+def read_notes(
+    ops: LearnedOperators,
+    rows: list[dict[str, Any]],
+    reads: Path | None = None,
+    batch: int = BATCH,
+    progress: bool = False,
+) -> dict[str, Read]:
+    """Per validation row's id, its ``Read`` on the ``extract-stages`` adapter with the probes
+    inference sends, ``batch`` notes a step (a reading takes minutes on a CPU); with ``reads``,
+    each step appended there as one JSON line a note and the notes found there not read again,
+    so a run stopped while placing its reading resumes where it stopped."""
+    found: dict[str, Read] = {}
+    if reads is not None:
+        lines = 0
+        for lines, line in json_lines(reads):
+            lost = READ_FIELDS - set(line) if isinstance(line, dict) else READ_FIELDS
+            if lost:
+                raise RecordsError(f"{reads}:{lines}: a note's read lacks {', '.join(sorted(lost))}")
+            found[line["id"]] = None if line["probs"] is None else (line["probs"], line["prior"])
+        reads.parent.mkdir(parents=True, exist_ok=True)
+        mend_tail(reads, lines)
+    todo = [row for row in rows if row["id"] not in found]
+    with tqdm(
+        total=len(rows),
+        initial=len(rows) - len(todo),
+        desc="placing the reading",
+        unit="note",
+        disable=not progress,
+    ) as bar:
+        for step in chunks(todo, batch):
+            asks = [
+                (
+                    STAGES_ADAPTER,
+                    with_task(row["prompt"], SELECT_TASK),
+                    selection_answers(catalog_pairs(row["prompt"])),
+                )
+                for row in step
+            ]
+            said = {
+                row["id"]: None if o.refused else (o.probs, prior)
+                for row, o, prior in zip(step, ops.probe("calibrate", asks), ops.priors(asks), strict=True)
+            }
+            if reads is not None:
+                with reads.open("a", encoding="utf-8") as f:
+                    for note, r in said.items():
+                        probs, prior = r or (None, None)
+                        f.write(json.dumps({"id": note, "probs": probs, "prior": prior}) + "\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+            found.update(said)
+            bar.update(len(step))
+    return {row["id"]: found[row["id"]] for row in rows}
+
+
 def calibrate(
-    ops: LearnedOperators, datasets_dir: str | Path, fold: str, seed: int, n: int = CALIBRATION_NOTES
+    ops: LearnedOperators,
+    datasets_dir: str | Path,
+    fold: str,
+    seed: int,
+    n: int = CALIBRATION_NOTES,
+    reads: Path | None = None,
+    batch: int = BATCH,
+    progress: bool = False,
 ) -> Calibration:
     """Read the stage-1 answers of ``n`` scenario validation notes and ``n`` notes of the kind a
     run meets (``validation_notes``) of ``fold`` (the adapter's training fold) on the
-    ``extract-stages`` adapter, with the probes inference sends, and the blank notes' prior
-    beside them; keep the weight that ranks the stated pairs highest on the first, and the
-    empty answer in play or not, and the mix weight, as selection F1 says on the second."""
+    ``extract-stages`` adapter, and the blank notes' prior beside them (``read_notes``, which
+    ``reads``, ``batch`` and ``progress`` are for); keep the weight that ranks the stated pairs
+    highest on the first, and the empty answer in play or not, and the mix weight, as selection
+    F1 says on the second."""
     path, ranked, answered = validation_notes(datasets_dir, fold, n, seed)
     # A note drawn for both halves is read once.
-    rows = list({row["id"]: row for row in [*ranked, *answered]}.values())
-    pairs = [catalog_pairs(row["prompt"]) for row in rows]
-    asks = [
-        (STAGES_ADAPTER, with_task(row["prompt"], SELECT_TASK), selection_answers(p))
-        for row, p in zip(rows, pairs, strict=True)
-    ]
-    odds = zip(rows, pairs, ops.probe("calibrate", asks), ops.priors(asks), strict=True)
+    rows = {row["id"]: row for row in [*ranked, *answered]}
+    said = read_notes(ops, list(rows.values()), reads, batch, progress)
     read = {
-        row["id"]: None if o.refused else (p, o.probs, prior, stated_pairs(row), row["prompt"])
-        for row, p, o, prior in odds
+        note: (catalog_pairs(row["prompt"]), *said[note], stated_pairs(row), row["prompt"])
+        if said[note]
+        else None
+        for note, row in rows.items()
     }
     ranks = [read[row["id"]] for row in ranked if read[row["id"]]]  # a refused note drops out
     notes = [read[row["id"]] for row in answered if read[row["id"]]]

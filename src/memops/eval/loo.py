@@ -229,11 +229,14 @@ def check_settings(out: Path, records: Records, settings: dict[str, Any]) -> Non
 def place_reading(cfg: LooConfig, out: Path, fold: str, ops: LearnedOperators) -> None:
     """The scoring selections' reading (prior weight, empty answer or not, mix weight) for ``fold``'s
     adapters, placed on the validation split of the fold they were trained on; written once
-    under ``calibration/`` and read on resume."""
+    under ``calibration/`` and read on resume, as are the notes' reads a stopped run made."""
     path = out / "calibration" / f"{fold}.json"
     if not path.exists():
         print(f"{fold}: placing the scoring selection's reading on validation notes", flush=True)
-        found = calibrate(ops, cfg.datasets_dir, fold, cfg.seed, cfg.calibration_notes)
+        reads = path.with_suffix(".reads.jsonl")
+        found = calibrate(
+            ops, cfg.datasets_dir, fold, cfg.seed, cfg.calibration_notes, reads, cfg.batch, cfg.progress
+        )
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, calibration_json(found))
     said = json.loads(path.read_text())
