@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memops.eval.summary import summarize
+from memops.eval.summary import pair_auc, summarize
 from memops.eval.tables import markdown
 
 
@@ -125,6 +125,22 @@ def test_a_run_of_one_opt_in_mode_is_tested_against_no_variant_it_did_not_extrac
     assert "| two-stage-proposed | 1.00 [" in text
     assert "vs direct" not in text and "Direct vs two-stage" not in text
     assert "| direct | – | – | – | – |" not in text  # no row for a variant that only decided
+
+
+def test_pair_auc_ranks_a_notes_pairs_against_each_other_only() -> None:
+    """Two notes whose scores are on scales a tenth apart, each ranking its stated pair first:
+    a perfect ranking (pooled across the notes, the second note's stated pair would lose to the
+    first's other pair)."""
+    records = [
+        {
+            **extract("a", "two-stage-overlap", i, [claim("engine", "postgres")], [], 0.0),
+            "selected": ["db.engine"],
+            "pair_scores": {"db.engine": 0.9 * scale, "db.orm": 0.8 * scale},
+        }
+        for i, scale in enumerate((1.0, 0.1))
+    ]
+    assert summarize(records)["selection"]["a"]["two-stage-overlap"]["pair_auc"] == 1.0
+    assert pair_auc([([0.5], [0.5, 0.1]), ([], [0.3])]) == 0.75 and pair_auc([([0.2], [])]) is None
 
 
 def test_selection_precision_recall_and_value_f1_by_wording_per_variant() -> None:

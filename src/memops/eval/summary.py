@@ -117,23 +117,26 @@ def selection(records: list[Record]) -> dict[str, dict[str, dict[str, float | in
     """fold (and ``all folds``) -> variant -> stage 1's precision and recall over ``entity.slot``
     pairs, pooled over notes: what each selection method chose against the pairs the gold names."""
     counts: dict[str, dict[str, list[int]]] = {}
-    ranked: dict[str, dict[str, tuple[list[float], list[float]]]] = {}
+    ranked: dict[str, dict[str, list[tuple[list[float], list[float]]]]] = {}
     for r in records:
         if r["op"] != "extract" or r["variant"] == "symbolic" or "selected" not in r:
             continue
         gold = {f"{c['entity']}.{c['slot']}" for c in r["gold"]}
         chosen = set(r["selected"])
-        for pair, p in r.get("pair_scores", {}).items():
+        if scores := r.get("pair_scores"):
+            note = (
+                [p for pair, p in scores.items() if pair in gold],
+                [p for pair, p in scores.items() if pair not in gold],
+            )
             for fold in (r["fold"], "all folds"):
-                stated, other = ranked.setdefault(fold, {}).setdefault(r["variant"], ([], []))
-                (stated if pair in gold else other).append(p)
+                ranked.setdefault(fold, {}).setdefault(r["variant"], []).append(note)
         for fold in (r["fold"], "all folds"):
             c = counts.setdefault(fold, {}).setdefault(r["variant"], [0, 0, 0])
             c[0], c[1], c[2] = c[0] + len(chosen & gold), c[1] + len(chosen), c[2] + len(gold)
     return {
         fold: {
             v: {
-                "pair_auc": pair_auc(*ranked[fold][v]) if v in ranked.get(fold, {}) else None,
+                "pair_auc": pair_auc(ranked[fold][v]) if v in ranked.get(fold, {}) else None,
                 "precision": hits / chosen if chosen else 0.0,
                 "recall": hits / gold if gold else 0.0,
                 "selected": chosen,
@@ -145,13 +148,15 @@ def selection(records: list[Record]) -> dict[str, dict[str, dict[str, float | in
     }
 
 
-def pair_auc(stated: list[float], other: list[float]) -> float | None:
+def pair_auc(notes: list[tuple[list[float], list[float]]]) -> float | None:
     """The chance that a stated pair scores above another pair of its note's catalog (ties count
-    half): 0.5 is no ranking at all, whatever a selection keeps."""
-    if not stated or not other:
-        return None
-    wins = sum((a > b) + 0.5 * (a == b) for a in stated for b in other)
-    return wins / (len(stated) * len(other))
+    half), over every such couple of every note (``notes``: each note's stated pairs' scores and
+    its other pairs'): 0.5 is no ranking at all, whatever a selection keeps. Within a note only,
+    as a selection compares a note's pairs with each other: scores on another scale per note (a
+    rule's word shares, a mix standardised per note) would rank apart across notes otherwise."""
+    wins = sum((a > b) + 0.5 * (a == b) for stated, other in notes for a in stated for b in other)
+    couples = sum(len(stated) * len(other) for stated, other in notes)
+    return wins / couples if couples else None
 
 
 def value_by_wording(records: list[Record]) -> dict[str, dict[str, Any]]:

@@ -218,7 +218,7 @@ def selection_lines(summary: dict[str, Any]) -> list[str]:
             "",
             "The `entity.slot` pairs each variant selected, against the pairs the gold names, pooled "
             "over the fold's notes (direct: the pairs its claims name). Pair AUC, for a scoring "
-            "selection: how often a stated pair scores above an unstated one, over the notes pooled.",
+            "selection: how often a stated pair scores above an unstated one of the same note.",
             "",
             "| Fold | Variant | precision | recall | selected | gold | pair AUC |",
             "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
