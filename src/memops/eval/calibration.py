@@ -28,7 +28,6 @@ The held-out fold's own files are never read here, so no held-out label can move
 from __future__ import annotations
 
 import json
-import os
 import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -40,7 +39,7 @@ from tqdm import tqdm
 from memops.core.layout import dataset_dir
 from memops.core.sessions import is_real
 from memops.eval.harness import BATCH, chunks
-from memops.eval.scored import RecordsError, json_lines, mend_tail
+from memops.eval.scored import RecordsError, append_lines, json_lines, mend_tail
 from memops.operators.learned import LearnedOperators, likeliest, mixed_selection, pair_scores, word_overlap
 from memops.operators.prompts import (
     SELECT_TASK,
@@ -192,12 +191,10 @@ def read_notes(
                 for row, o, prior in zip(step, ops.probe("calibrate", asks), ops.priors(asks), strict=True)
             }
             if reads is not None:
-                with reads.open("a", encoding="utf-8") as f:
-                    for note, r in said.items():
-                        probs, prior = r or (None, None)
-                        f.write(json.dumps({"id": note, "probs": probs, "prior": prior}) + "\n")
-                    f.flush()
-                    os.fsync(f.fileno())
+                append_lines(
+                    reads,
+                    ({"id": note, "probs": r and r[0], "prior": r and r[1]} for note, r in said.items()),
+                )
             found.update(said)
             bar.update(len(step))
     return {row["id"]: found[row["id"]] for row in rows}

@@ -71,6 +71,16 @@ def mend_tail(path: Path, lines_read: int) -> None:
         os.truncate(path, data.rfind(b"\n") + 1)
 
 
+def append_lines(path: Path, values: Iterable[Any]) -> None:
+    """Append each value to a JSON-lines file as a line, on disk before this returns: what a run
+    that is stopped next has written stays written (``json_lines`` reads it back)."""
+    with path.open("a", encoding="utf-8") as f:
+        for value in values:
+            f.write(json.dumps(value, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def read_records(path: Path) -> list[Record]:
     out, seen = [], {}
     for n, record in json_lines(path):
@@ -115,10 +125,6 @@ class Records:
 
     def add(self, records: Iterable[Record]) -> None:
         batch = [r for r in records if record_key(r) not in self._done]
-        with self.path.open("a", encoding="utf-8") as f:
-            for r in batch:
-                f.write(json.dumps(r, ensure_ascii=False) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        append_lines(self.path, batch)
         self.records.extend(batch)
         self._done.update(record_key(r) for r in batch)
