@@ -179,6 +179,7 @@ def test_select_decisions_keeps_the_checkpoint_whose_answers_match_best(
         "save_total_limit=1",
         "select=decisions",
         "max_eval_samples=8",
+        "contract_per_region=2",
         "report_to=none",
         "prepare=false",
     ]
@@ -198,6 +199,8 @@ def test_select_decisions_keeps_the_checkpoint_whose_answers_match_best(
     assert read_sets(check) == ["split", "contract", "real"]
     assert check["real"]["n"] == sum(json.loads(row)["group"] == real for row in rows) > 0
     assert check["split"]["n"] == 8  # max_eval_samples of the scenarios' rows; the real ones whole
+    regions = Counter(case["region"] for case in suite("compare", "validation"))
+    assert min(regions.values()) > 2 and check["contract"]["n"] == 2 * len(regions)
     pooled = sum(check[s]["accuracy"] * check[s]["n"] for s in read_sets(check))
     assert pooled / sum(check[s]["n"] for s in read_sets(check)) == pytest.approx(best, abs=1e-4)
     assert real in manifest["trajectories"] and Fold.of_adapter(adapter).saw(real)

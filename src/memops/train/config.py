@@ -81,6 +81,10 @@ class TrainingRun(RunConfig):
     score and of two (``standing``), where the label has both, so that whether two values are one
     cannot be read from the claims' standing. In the scenarios it can: 86% of the equivalent compare
     pairs at one key have two scores, 62% of the conflicting ones."""
+    contract_per_region: int = field(default=6, metadata=TRAINS)
+    """Cases of each region of the contract suite's validation part that a decision adapter's
+    answers are read on after training (and at each evaluation with ``select=decisions``), every
+    region weighing alike: fewer read faster and judge a collapse on less."""
     eval_steps: int = 50
     save_steps: int = 50
     save_total_limit: int | None = 2

@@ -456,7 +456,9 @@ def validation_answers(
     read in the precision it trained in, logged with the trainer's metrics, and a one-line warning
     where it collapsed or dropped a label."""
     with autocast(precision(cfg)):
-        decisions = check_decisions(trainer.model, tokenizer, cfg.op.name, rows, real or [])
+        decisions = check_decisions(
+            trainer.model, tokenizer, cfg.op.name, rows, real or [], cfg.contract_per_region
+        )
     trainer.log({f"validation_{name}_accuracy": decisions[name]["accuracy"] for name in read_sets(decisions)})
     if not trainer.is_world_process_zero():  # every rank reads (a sharded model runs in step); one says
         return decisions

@@ -76,11 +76,8 @@ def labels(op: str) -> list[str]:
     return [a.label for a in OPERATORS[op].answers]
 
 
-PER_REGION = 6
-"""Contract validation cases read per region: every region weighs alike, and the read stays short."""
-
-
-def per_region(cases: Sequence[dict[str, Any]], n: int = PER_REGION) -> list[dict[str, Any]]:
+def per_region(cases: Sequence[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """The first ``n`` cases of each region: every region weighs alike."""
     taken: Counter[str] = Counter()
     out = []
     for case in cases:
@@ -106,11 +103,13 @@ def check_decisions(
     tokenizer: Any,
     op: str,
     validation: Sequence[dict[str, Any]],
-    real: Sequence[dict[str, Any]] = (),
+    real: Sequence[dict[str, Any]],
+    contract_per_region: int,
 ) -> dict[str, Any]:
     """Exact match and label mix per validation set (``SETS``: ``split``, the dataset's validation
-    rows; ``contract``, the suite's validation part; ``real``, the real trajectories' rows, where
-    given), and over all of them the collapse flag and the labels dropped."""
+    rows; ``contract``, ``contract_per_region`` cases of each region of the suite's validation
+    part; ``real``, the real trajectories' rows, where given), and over all of them the collapse
+    flag and the labels dropped."""
     from memops.operators.contract import suite
 
     spec = OPERATORS[op]
@@ -125,7 +124,7 @@ def check_decisions(
             for row in rows
         ]
 
-    cases = per_region(suite(op, "validation"))
+    cases = per_region(suite(op, "validation"), contract_per_region)
     sets = {
         "split": gold(validation),
         "contract": [(case["prompt"], case["label"], case["arguments"]) for case in cases],
