@@ -78,8 +78,13 @@ $(SERVE_STAMP): scripts/make_serve_env.py $(SERVE_LOCK) $(wildcard plugins/*/*.p
 serve-env: $(SERVE_STAMP)
 
 # The real-vLLM tests need the serving environment; both installs run side by side under -j.
+# The suite runs in TEST_WORKERS processes (pytest-xdist), a test file to a worker whole (its
+# module fixtures, such as a vLLM server, start once), so a worker waiting on a server, a
+# cluster or a child leaves the other core to the other worker. OpenMP threads sleep when idle
+# (OMP_WAIT_POLICY=PASSIVE): spinning, two workers' torch threads slow each other down.
+TEST_WORKERS ?= 2
 test: venv serve-env
-	$(BIN)/python -m pytest
+	OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: venv
 	$(BIN)/ruff check .

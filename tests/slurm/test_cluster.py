@@ -1,4 +1,6 @@
-"""The pipeline on a real single-node Slurm cluster (slurm/local/start-slurm.sh), on CPU.
+"""The pipeline on a real single-node Slurm cluster (slurm/local/start-slurm.sh), on CPU. Every
+test of the running cluster is in this file: ``make test`` gives a file to one worker, and one
+cluster runs on a machine (its daemons' ports are fixed).
 
 memops submit submits the tiny-model pipeline for one fold; the jobs run the real entry
 points (build_data.py, accelerate launch train.py, loo.py, report.py) through the templates.
@@ -21,6 +23,7 @@ from memops.operators.registry import OPS
 from memops.slurm.submit import BY, TEMPLATES
 from tests.conftest import ROOT
 from tests.slurm.cluster import Cluster, Task, array_tasks
+from tests.slurm.test_preflight import preflight, status
 
 pytestmark = pytest.mark.slow
 
@@ -214,3 +217,9 @@ def test_a_requeued_training_task_resumes_from_its_checkpoint(
     manifest = json.loads((adapters / "tiny" / FOLD / "update" / "manifest.json").read_text())
     assert int(manifest["resumed_from"].rsplit("-", 1)[1]) >= 5  # a checkpoint of the first run
     assert manifest["global_step"] == 40
+
+
+def test_preflight_finds_slurm_on_the_running_cluster(slurm: Cluster, tmp_path: Path) -> None:
+    proc = preflight("profile=cpu", f"adapters_dir={tmp_path}", env=slurm.env)
+    assert status(proc.stdout, "Slurm") == "ok", proc.stdout
+    assert status(proc.stdout, "GPU") == "note"  # the cpu profile asks for no GPU

@@ -1,5 +1,5 @@
-"""Preflight: one row per check, the missing GPU said plainly, Slurm found on a real cluster,
-nothing written."""
+"""Preflight: one row per check, the missing GPU said plainly, nothing written (Slurm found on a
+real cluster: test_cluster.py, where every test of the running cluster lives)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pytest
 from memops.core.config import compose_config
 from memops.slurm.preflight import MISSING, OK, cache_disk, hours
 from tests.conftest import ROOT
-from tests.slurm.cluster import Cluster
 
 ROWS = ("GPU", "GPU memory", "attention", "serving env", "base weights", "cache disk", "disk")
 ROWS += ("trajectories", "Slurm", "GPU-hours")
@@ -55,12 +54,6 @@ def test_the_h100_profile_on_a_cpu_machine_names_the_missing_gpu(tmp_path: Path)
         if " missing " in line:
             assert any(w in line for w in FIXES), line
     assert not list(tmp_path.iterdir())  # a preflight writes nothing
-
-
-def test_slurm_is_found_on_a_running_cluster(slurm: Cluster, tmp_path: Path) -> None:
-    proc = preflight("profile=cpu", f"adapters_dir={tmp_path}", env=slurm.env)
-    assert status(proc.stdout, "Slurm") == "ok", proc.stdout
-    assert status(proc.stdout, "GPU") == "note"  # the cpu profile asks for no GPU
 
 
 def test_an_unknown_profile_is_named() -> None:
