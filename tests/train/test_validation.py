@@ -101,6 +101,7 @@ def test_an_adapter_trained_to_collapse_is_flagged_in_its_manifest_card_and_on_l
         "op.max_length=512",
         "op.learning_rate=0.2",
         "max_eval_samples=8",
+        "contract_per_region=3",
         "report_to=none",
         "prepare=false",
     ]
@@ -108,7 +109,8 @@ def test_an_adapter_trained_to_collapse_is_flagged_in_its_manifest_card_and_on_l
     adapter = tmp_path / "smollm2-135m-instruct" / "patch-guardrails" / "compare"
     manifest = json.loads((adapter / "manifest.json").read_text())
     check = manifest["validation_decisions"]
-    assert check["contract"]["n"] == sum(check["contract"]["gold"].values()) >= 40
+    regions = len({case["region"] for case in suite("compare", "validation")})
+    assert check["contract"]["n"] == sum(check["contract"]["gold"].values()) == 3 * regions
     # The guard reads every set at once: its label is the one the answers pile on over all rows.
     answers = sum((Counter(check[name]["answers"]) for name in read_sets(check)), Counter())
     top, count = answers.most_common(1)[0]
