@@ -224,6 +224,13 @@ def test_select_decisions_needs_checkpoints_at_evaluated_steps() -> None:
         compose_config("train", args)
 
 
+def test_a_contract_read_of_no_case_a_region_is_refused_before_any_work() -> None:
+    from memops.core.config import compose_config
+
+    with pytest.raises(Exception, match=r"contract_per_region=0: .* at least 1 contract case"):
+        compose_config("train", ["op=compare", "model=tiny", "contract_per_region=0"])
+
+
 def test_checkpoints_rank_by_exact_match_then_by_how_near_the_misses_came() -> None:
     from memops.train.selection import rank
     from memops.train.validation import gold_probability

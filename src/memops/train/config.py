@@ -136,6 +136,11 @@ class TrainingRun(RunConfig):
         known_names("lm_head", [self.lm_head], list(LM_HEADS))
         known_names("packed_attention", [self.packed_attention], list(PACKED_ATTENTION))
         known_names("select", [self.select], list(SELECTS))
+        if self.contract_per_region < 1:
+            raise ValueError(
+                f"contract_per_region={self.contract_per_region}: a decision adapter's answers are read "
+                "on at least 1 contract case of each region"
+            )
         if self.select == "decisions" and self.save_steps % self.eval_steps:
             raise ValueError(
                 f"select=decisions keeps an evaluated checkpoint: save_steps ({self.save_steps}) must "
